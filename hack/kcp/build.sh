@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Builds kcp v0.30.0's binaries (kcp, kcp-front-proxy, cache-server, sharded-test-server) from the Go modules pinned
+# in this folder's go.mod/go.sum, and caches them per version and per go.sum so a second run does not rebuild.
+#
+# Prints the directory holding the binaries as its last line of stdout; progress goes to stderr.
+#   KCP_BIN_DIR=/path/to/bin    use binaries you already have (must contain the four commands); nothing is built.
+#   KCP_CACHE_DIR=/path         where built binaries are kept (default: ${XDG_CACHE_HOME:-$HOME/.cache}/kcp-dependency-controller)
+set -euo pipefail
+
+KCP_VERSION=v0.30.0
+KCP_COMMIT=b36d1ba3e5219c0531b8817f7fee8ddba7f3de2c
+K8S_VERSION=v1.34.2
+COMMANDS=(kcp kcp-front-proxy cache-server sharded-test-server)
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+log() { printf '[kcp] %s\n' "$*" >&2; }
+
+if [[ -n "${KCP_BIN_DIR:-}" ]]; then
+  for c in "${COMMANDS[@]}"; do
+    [[ -x "$KCP_BIN_DIR/$c" ]] || { log "KCP_BIN_DIR=$KCP_BIN_DIR has no executable '$c'"; exit 1; }
+  done
+  log "using kcp binaries from KCP_BIN_DIR=$KCP_BIN_DIR"
+  echo "$KCP_BIN_DIR"
+  exit 0
+fi
+
+command -v go >/dev/null || { log "Go is needed to build kcp from its modules (go 1.24 or newer)"; exit 1; }
+
+cache_root="${KCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcp-dependency-controller}"
+sum_id="$(sha256sum "$here/go.sum" "$here/go.mod" "$here/build.sh" | sha256sum | cut -c1-12)"
+out="$cache_root/kcp-$KCP_VERSION-$sum_id/bin"
+
+have_all() { for c in "${COMMANDS[@]}"; do [[ -x "$out/$c" ]] || return 1; done; }
+if have_all; then
+  log "reusing kcp $KCP_VERSION binaries in $out"
+  echo "$out"
+  exit 0
+fi
+
+mkdir -p "$out.partial"
+log "building kcp $KCP_VERSION from Go modules into $out"
+log "first build: ~30 s of module download and ~5 min of compile on 2 cores; later runs reuse the binaries"
+
+# The checksum database does not answer for these kcp versions; go.sum in this folder is the source of truth.
+export GOFLAGS="-mod=readonly" GONOSUMDB="github.com/kcp-dev" GOSUMDB=off CGO_ENABLED=0
+build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$K8S_VERSION+kcp-$KCP_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=34"
+  ldflags+=" -X $pkg.gitCommit=$KCP_COMMIT -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+done
+
+start=$(date +%s)
+(cd "$here" && go mod download) >&2
+log "modules ready after $(($(date +%s) - start)) s; compiling"
+
+# A heartbeat so a five-minute compile does not look like a hang.
+( while sleep 30; do log "still compiling... $(($(date +%s) - start)) s"; done ) &
+heartbeat=$!
+trap 'kill $heartbeat 2>/dev/null || true' EXIT
+
+pkgs=()
+for c in "${COMMANDS[@]}"; do pkgs+=("github.com/kcp-dev/kcp/cmd/$c"); done
+(cd "$here" && go build -trimpath -ldflags "$ldflags" -o "$out.partial/" "${pkgs[@]}") >&2
+
+rm -rf "$out"
+mv "$out.partial" "$out"
+log "built in $(($(date +%s) - start)) s: $("$out/kcp" --version 2>&1 | head -1)"
+echo "$out"

@@ -1,0 +1,172 @@
+// List+watch of one resource across a changing set of endpoints (one APIExport virtual workspace URL per shard).
+// Objects are keyed by logical cluster + namespace + name, because a wildcard (`/clusters/*`) list returns
+// same-named objects from many workspaces. Consumers are level-triggered: `onChange` says "something changed",
+// and they read the whole `list()` again.
+import { setTimeout as delay } from "node:timers/promises";
+import type { Logger } from "pino";
+import { CLUSTER_ANNOTATION, type ObjectMeta } from "../api/types.ts";
+import { isApiError, type RestClient, type WatchEvent } from "./rest.ts";
+
+export interface KubeObject {
+  metadata: ObjectMeta;
+}
+
+export interface InformerOptions {
+  /** Credentials and connection pool; each endpoint gets `client.withBase(url)`. */
+  client: RestClient;
+  /** Path below each endpoint, e.g. `/clusters/*\/apis/<group>/<version>/<resource>`. */
+  path: string;
+  logger: Logger;
+  onChange: () => void;
+  /** Server-side watch timeout; the watch is reopened from the last resourceVersion after it. */
+  watchTimeoutSeconds?: number;
+}
+
+/** `<cluster>/<namespace>/<name>`: "/" occurs in none of the parts, so keys never collide. */
+export function objectKey(obj: KubeObject): string {
+  const m = obj.metadata;
+  return `${m.annotations?.[CLUSTER_ANNOTATION] ?? ""}/${m.namespace ?? ""}/${m.name}`;
+}
+
+class EndpointStream<T extends KubeObject> {
+  readonly items = new Map<string, T>();
+  synced = false;
+  private readonly abort = new AbortController();
+  private readonly client: RestClient;
+  private readonly opts: InformerOptions;
+  private readonly log: Logger;
+
+  constructor(url: string, opts: InformerOptions) {
+    this.client = opts.client.withBase(url);
+    this.opts = opts;
+    this.log = opts.logger.child({ endpoint: url });
+  }
+
+  start(): void {
+    void this.run();
+  }
+
+  stop(): void {
+    this.abort.abort();
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.abort.signal.aborted) {
+      try {
+        const rv = await this.relist();
+        failures = 0;
+        await this.watchFrom(rv);
+      } catch (err) {
+        if (this.abort.signal.aborted) return;
+        failures++;
+        const backoff = Math.min(10_000, 250 * 2 ** Math.min(failures, 6));
+        this.log.warn({ err: String(err), backoffMs: backoff }, "list/watch failed; retrying");
+        await delay(backoff, undefined, { signal: this.abort.signal }).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Replaces this endpoint's items with a fresh list; returns the list's resourceVersion. */
+  private async relist(): Promise<string> {
+    const list = await this.client.listAll<T>(this.opts.path, { signal: this.abort.signal });
+    this.items.clear();
+    for (const item of list.items) this.items.set(objectKey(item), item);
+    this.synced = true;
+    this.opts.onChange();
+    return list.metadata.resourceVersion ?? "";
+  }
+
+  /** Watches until the resourceVersion expires (410), which sends the caller back to a relist. */
+  private async watchFrom(resourceVersion: string): Promise<void> {
+    let rv = resourceVersion;
+    for (;;) {
+      let expired = false;
+      try {
+        await this.client.watch<T>(
+          this.opts.path,
+          { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: this.opts.watchTimeoutSeconds ?? 300 },
+          (ev) => {
+            const next = this.apply(ev);
+            if (next === "expired") expired = true;
+            else if (next) rv = next;
+          },
+          this.abort.signal,
+        );
+      } catch (err) {
+        if (isApiError(err, 410)) return;
+        throw err;
+      }
+      if (this.abort.signal.aborted || expired) return;
+    }
+  }
+
+  private apply(ev: WatchEvent<T>): string | "expired" | undefined {
+    if (ev.type === "ERROR") {
+      const status = ev.object as unknown as { code?: number; message?: string };
+      this.log.info({ code: status.code, message: status.message }, "watch ended by server; relisting");
+      return "expired";
+    }
+    const rv = ev.object.metadata?.resourceVersion;
+    if (ev.type === "BOOKMARK") return rv;
+    const key = objectKey(ev.object);
+    if (ev.type === "DELETED") this.items.delete(key);
+    else this.items.set(key, ev.object);
+    this.opts.onChange();
+    return rv;
+  }
+}
+
+export class Informer<T extends KubeObject> {
+  private readonly streams = new Map<string, EndpointStream<T>>();
+  private readonly opts: InformerOptions;
+  private stopped = false;
+
+  constructor(opts: InformerOptions) {
+    this.opts = opts;
+  }
+
+  /** Starts streams for new endpoints and stops (and forgets the objects of) endpoints no longer listed. */
+  setEndpoints(urls: readonly string[]): void {
+    if (this.stopped) return;
+    const wanted = new Set(urls);
+    let changed = false;
+    for (const [url, stream] of this.streams) {
+      if (!wanted.has(url)) {
+        stream.stop();
+        this.streams.delete(url);
+        changed = true;
+      }
+    }
+    for (const url of wanted) {
+      if (this.streams.has(url)) continue;
+      const stream = new EndpointStream<T>(url, this.opts);
+      this.streams.set(url, stream);
+      stream.start();
+      changed = true;
+    }
+    if (changed) this.opts.onChange();
+  }
+
+  endpoints(): string[] {
+    return [...this.streams.keys()];
+  }
+
+  /** True once every current endpoint has completed its first list. */
+  hasSynced(): boolean {
+    for (const s of this.streams.values()) if (!s.synced) return false;
+    return true;
+  }
+
+  list(): T[] {
+    const out: T[] = [];
+    for (const s of this.streams.values()) out.push(...s.items.values());
+    return out;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const s of this.streams.values()) s.stop();
+    this.streams.clear();
+  }
+}

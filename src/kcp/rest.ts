@@ -1,0 +1,254 @@
+// A small JSON REST client for kcp on node:https: one keep-alive agent per client, credentials from a kubeconfig,
+// and a base URL that may be a workspace (`…/clusters/<x>`), a shard, or an APIExport virtual workspace.
+// client-node's generated clients assume one fixed server per config; kcp needs many bases with one identity.
+import https from "node:https";
+import http from "node:http";
+import { setTimeout as delay } from "node:timers/promises";
+
+export interface Credentials {
+  ca?: Buffer | string;
+  cert?: Buffer | string;
+  key?: Buffer | string;
+  insecureSkipTLSVerify?: boolean;
+  /** Returns the auth headers for one request; async so exec/token-file credentials can refresh. */
+  headers: () => Promise<Record<string, string>>;
+}
+
+/** An error answer from the API server, keeping the HTTP status and the Status object's reason and message. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly reason: string;
+  readonly method: string;
+  readonly url: string;
+
+  constructor(method: string, url: string, status: number, reason: string, message: string) {
+    super(`${method} ${url}: ${status} ${reason}: ${message}`);
+    this.name = "ApiError";
+    this.status = status;
+    this.reason = reason;
+    this.method = method;
+    this.url = url;
+  }
+}
+
+export function isApiError(err: unknown, status?: number): err is ApiError {
+  return err instanceof ApiError && (status === undefined || err.status === status);
+}
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+  /** Per-request timeout in milliseconds (default 30 s); watches pass 0 for none. */
+  timeoutMs?: number;
+}
+
+export interface ListMeta {
+  resourceVersion?: string;
+  continue?: string;
+}
+
+export interface List<T> {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ListMeta;
+  items: T[];
+}
+
+export interface WatchEvent<T> {
+  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+  object: T;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+export class RestClient {
+  readonly baseUrl: string;
+  private readonly credentials: Credentials;
+  private readonly agent: https.Agent | http.Agent;
+
+  constructor(baseUrl: string, credentials: Credentials, agent?: https.Agent | http.Agent) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.credentials = credentials;
+    this.agent =
+      agent ??
+      (this.baseUrl.startsWith("http:")
+        ? new http.Agent({ keepAlive: true, maxSockets: 64 })
+        : new https.Agent({
+            keepAlive: true,
+            maxSockets: 64,
+            ...(credentials.ca !== undefined ? { ca: credentials.ca } : {}),
+            ...(credentials.cert !== undefined ? { cert: credentials.cert } : {}),
+            ...(credentials.key !== undefined ? { key: credentials.key } : {}),
+            rejectUnauthorized: credentials.insecureSkipTLSVerify !== true,
+          }));
+  }
+
+  /** The same identity and connection pool against another base URL (a workspace, a shard, a virtual workspace). */
+  withBase(baseUrl: string): RestClient {
+    return new RestClient(baseUrl, this.credentials, this.agent);
+  }
+
+  /** `<base>/clusters/<cluster>`; the base must not already name a cluster. */
+  forCluster(cluster: string): RestClient {
+    return this.withBase(`${this.baseUrl}/clusters/${cluster}`);
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  async get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>("GET", path, opts);
+  }
+
+  /** GET that answers undefined on 404 instead of throwing. */
+  async getOptional<T>(path: string, opts: RequestOptions = {}): Promise<T | undefined> {
+    try {
+      return await this.request<T>("GET", path, opts);
+    } catch (err) {
+      if (isApiError(err, 404)) return undefined;
+      throw err;
+    }
+  }
+
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const res = await this.send(method, path, opts);
+    const text = await readBody(res);
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) throw toApiError(method, this.url(path, opts.query), status, text);
+    return (text === "" ? undefined : JSON.parse(text)) as T;
+  }
+
+  /**
+   * Lists page by page (limit/continue) and calls `onPage` for each; stops early when it returns false.
+   * A 410 on a continue token (the snapshot expired) is surfaced to the caller, who must restart the list.
+   */
+  async listPages<T>(
+    path: string,
+    onPage: (page: List<T>) => boolean | void,
+    opts: RequestOptions & { limit?: number } = {},
+  ): Promise<void> {
+    let cont: string | undefined;
+    do {
+      const query = { ...opts.query, limit: opts.limit ?? 500, continue: cont };
+      const page = await this.request<List<T>>("GET", path, { ...opts, query });
+      if (onPage(page) === false) return;
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+  }
+
+  /** Lists everything (paginated under the hood) and returns the items plus the list's resourceVersion. */
+  async listAll<T>(path: string, opts: RequestOptions & { limit?: number } = {}): Promise<List<T>> {
+    const items: T[] = [];
+    let resourceVersion: string | undefined;
+    await this.listPages<T>(
+      path,
+      (page) => {
+        items.push(...(page.items ?? []));
+        resourceVersion = page.metadata?.resourceVersion;
+      },
+      opts,
+    );
+    return { metadata: resourceVersion !== undefined ? { resourceVersion } : {}, items };
+  }
+
+  /**
+   * Opens a watch and calls `onEvent` for each event until the server closes the stream or `signal` aborts.
+   * Resolves when the stream ends; rejects with ApiError if the server refuses the watch.
+   */
+  async watch<T>(
+    path: string,
+    query: Record<string, string | number | boolean | undefined>,
+    onEvent: (event: WatchEvent<T>) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const res = await this.send("GET", path, {
+      query: { ...query, watch: true },
+      timeoutMs: 0,
+      ...(signal ? { signal } : {}),
+    });
+    const status = res.statusCode ?? 0;
+    if (status !== 200) throw toApiError("WATCH", this.url(path, query), status, await readBody(res));
+    res.setEncoding("utf8");
+    let buffered = "";
+    try {
+      for await (const chunk of res as AsyncIterable<string>) {
+        buffered += chunk;
+        let nl: number;
+        while ((nl = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, nl).trim();
+          buffered = buffered.slice(nl + 1);
+          if (line !== "") onEvent(JSON.parse(line) as WatchEvent<T>);
+        }
+      }
+    } catch (err) {
+      if (signal?.aborted) return;
+      throw err;
+    }
+  }
+
+  url(path: string, query?: RequestOptions["query"]): string {
+    const u = new URL(this.baseUrl + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== "") u.searchParams.set(k, String(v));
+    return u.toString();
+  }
+
+  private async send(method: string, path: string, opts: RequestOptions): Promise<http.IncomingMessage> {
+    const url = this.url(path, opts.query);
+    const headers: Record<string, string> = { accept: "application/json", ...(await this.credentials.headers()) };
+    let payload: Buffer | undefined;
+    if (opts.body !== undefined) {
+      payload = Buffer.from(typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body));
+      headers["content-type"] = opts.contentType ?? "application/json";
+      headers["content-length"] = String(payload.length);
+    }
+    const mod = url.startsWith("http:") ? http : https;
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    return new Promise((resolve, reject) => {
+      const req = mod.request(url, { method, headers, agent: this.agent, ...(opts.signal ? { signal: opts.signal } : {}) });
+      if (timeoutMs > 0) {
+        req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${url}: no answer within ${timeoutMs} ms`)));
+      }
+      req.on("response", resolve);
+      req.on("error", reject);
+      req.end(payload);
+    });
+  }
+}
+
+async function readBody(res: http.IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function toApiError(method: string, url: string, status: number, text: string): ApiError {
+  let reason = http.STATUS_CODES[status] ?? "Unknown";
+  let message = text.trim().slice(0, 500);
+  try {
+    const parsed = JSON.parse(text) as { reason?: string; message?: string };
+    if (parsed.reason) reason = parsed.reason;
+    if (parsed.message) message = parsed.message;
+  } catch {
+    // not a Status object: keep the raw text
+  }
+  return new ApiError(method, url, status, reason, message);
+}
+
+/** Retries `fn` with capped exponential backoff while `retry(err)` says so; for idempotent calls only. */
+export async function withRetry<T>(
+  fn: () => Promise<T>,
+  opts: { attempts?: number; baseMs?: number; retry?: (err: unknown) => boolean } = {},
+): Promise<T> {
+  const attempts = opts.attempts ?? 5;
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (i >= attempts || (opts.retry && !opts.retry(err))) throw err;
+      await delay(Math.min(5_000, (opts.baseMs ?? 200) * 2 ** (i - 1)));
+    }
+  }
+}

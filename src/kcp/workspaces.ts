@@ -1,0 +1,80 @@
+// Resolves workspace paths (`root:org:team`) to logical cluster names by reading each Workspace object in its parent.
+// Cached with a TTL and dropped on demand, so a workspace deleted and recreated under the same path (a new logical
+// cluster) is found again instead of being written to forever under its old name.
+import type { LogicalClusterName, WorkspacePath } from "../api/types.ts";
+import { isApiError, type RestClient } from "./rest.ts";
+
+export const WORKSPACE_PATH_PATTERN = /^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$/;
+
+export type Resolution = { ok: true; cluster: LogicalClusterName } | { ok: false; reason: string };
+
+interface Workspace {
+  metadata: { name: string; deletionTimestamp?: string };
+  spec?: { cluster?: string; URL?: string };
+  status?: { phase?: string };
+}
+
+export interface WorkspaceResolverOptions {
+  /** Client rooted at the kcp base URL (front-proxy or single shard), without `/clusters/`. */
+  base: RestClient;
+  /** How long a resolved path is trusted before it is read again. */
+  ttlMs?: number;
+  now?: () => number;
+}
+
+export class WorkspaceResolver {
+  private readonly cache = new Map<string, { cluster: LogicalClusterName; at: number }>();
+  private readonly base: RestClient;
+  private readonly ttlMs: number;
+  private readonly now: () => number;
+
+  constructor(opts: WorkspaceResolverOptions) {
+    this.base = opts.base;
+    this.ttlMs = opts.ttlMs ?? 60_000;
+    this.now = opts.now ?? Date.now;
+  }
+
+  async resolve(path: WorkspacePath | string): Promise<Resolution> {
+    if (!WORKSPACE_PATH_PATTERN.test(path)) return { ok: false, reason: `"${path}" is not a workspace path` };
+    const segments = path.split(":");
+    if (segments.length === 1) {
+      // The root workspace has no Workspace object; its logical cluster is named like its path.
+      return segments[0] === "root"
+        ? { ok: true, cluster: "root" as LogicalClusterName }
+        : { ok: false, reason: `workspace path ${path} does not start at root` };
+    }
+    const hit = this.cache.get(path);
+    if (hit && this.now() - hit.at < this.ttlMs) return { ok: true, cluster: hit.cluster };
+
+    const parent = segments.slice(0, -1).join(":");
+    const name = segments[segments.length - 1] ?? "";
+    let ws: Workspace;
+    try {
+      ws = await this.base.get<Workspace>(`/clusters/${parent}/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`);
+    } catch (err) {
+      this.cache.delete(path);
+      if (isApiError(err, 404)) return { ok: false, reason: `workspace ${path} not found` };
+      if (isApiError(err, 403))
+        return {
+          ok: false,
+          reason: `not allowed to read workspace ${path}: grant get on tenancy.kcp.io workspaces and the access verb in ${parent}`,
+        };
+      return { ok: false, reason: `reading workspace ${path}: ${(err as Error).message}` };
+    }
+    if (ws.metadata.deletionTimestamp) return { ok: false, reason: `workspace ${path} is being deleted` };
+    const cluster = ws.spec?.cluster;
+    if (!cluster) return { ok: false, reason: `workspace ${path} has no logical cluster yet (phase ${ws.status?.phase ?? "unknown"})` };
+    this.cache.set(path, { cluster: cluster as LogicalClusterName, at: this.now() });
+    return { ok: true, cluster: cluster as LogicalClusterName };
+  }
+
+  /** Forgets a path and everything below it, e.g. after a write to its logical cluster failed. */
+  invalidate(path: string): void {
+    for (const key of this.cache.keys()) if (key === path || key.startsWith(`${path}:`)) this.cache.delete(key);
+  }
+
+  /** Forgets every path that resolved to this logical cluster. */
+  invalidateCluster(cluster: string): void {
+    for (const [key, v] of this.cache) if (v.cluster === cluster) this.invalidate(key);
+  }
+}
