@@ -28,6 +28,8 @@ export function objectKey(obj: KubeObject): string {
   return `${m.annotations?.[CLUSTER_ANNOTATION] ?? ""}/${m.namespace ?? ""}/${m.name}`;
 }
 
+const EXPIRED = Symbol("expired");
+
 class EndpointStream<T extends KubeObject> {
   readonly items = new Map<string, T>();
   synced = false;
@@ -88,7 +90,7 @@ class EndpointStream<T extends KubeObject> {
           { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: this.opts.watchTimeoutSeconds ?? 300 },
           (ev) => {
             const next = this.apply(ev);
-            if (next === "expired") expired = true;
+            if (next === EXPIRED) expired = true;
             else if (next) rv = next;
           },
           this.abort.signal,
@@ -101,11 +103,12 @@ class EndpointStream<T extends KubeObject> {
     }
   }
 
-  private apply(ev: WatchEvent<T>): string | "expired" | undefined {
+  /** Applies one event; returns the resourceVersion to resume from, or EXPIRED when a relist is needed. */
+  private apply(ev: WatchEvent<T>): string | typeof EXPIRED | undefined {
     if (ev.type === "ERROR") {
       const status = ev.object as unknown as { code?: number; message?: string };
       this.log.info({ code: status.code, message: status.message }, "watch ended by server; relisting");
-      return "expired";
+      return EXPIRED;
     }
     const rv = ev.object.metadata?.resourceVersion;
     if (ev.type === "BOOKMARK") return rv;

@@ -207,7 +207,12 @@ export class RestClient {
     const mod = url.startsWith("http:") ? http : https;
     const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     return new Promise((resolve, reject) => {
-      const req = mod.request(url, { method, headers, agent: this.agent, ...(opts.signal ? { signal: opts.signal } : {}) });
+      const req = mod.request(url, {
+        method,
+        headers,
+        agent: this.agent,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
       if (timeoutMs > 0) {
         req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${url}: no answer within ${timeoutMs} ms`)));
       }

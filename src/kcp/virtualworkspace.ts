@@ -19,7 +19,10 @@ export class NoEndpointSliceError extends Error {
 }
 
 /** Slices in the export's own workspace that point at the export (by name; a path, if set, is this workspace). */
-export function slicesForExport(slices: readonly APIExportEndpointSlice[], exportName: string): APIExportEndpointSlice[] {
+export function slicesForExport(
+  slices: readonly APIExportEndpointSlice[],
+  exportName: string,
+): APIExportEndpointSlice[] {
   return slices.filter((s) => s.spec?.export?.name === exportName);
 }
 

@@ -63,7 +63,11 @@ export class WorkspaceResolver {
     }
     if (ws.metadata.deletionTimestamp) return { ok: false, reason: `workspace ${path} is being deleted` };
     const cluster = ws.spec?.cluster;
-    if (!cluster) return { ok: false, reason: `workspace ${path} has no logical cluster yet (phase ${ws.status?.phase ?? "unknown"})` };
+    if (!cluster)
+      return {
+        ok: false,
+        reason: `workspace ${path} has no logical cluster yet (phase ${ws.status?.phase ?? "unknown"})`,
+      };
     this.cache.set(path, { cluster: cluster as LogicalClusterName, at: this.now() });
     return { ok: true, cluster: cluster as LogicalClusterName };
   }
