@@ -1,0 +1,129 @@
+// Cycle detection over all rules. Each rule draws edges from its dependent's group/resource to each dependency's;
+// a cycle (virtualmachines → vpcs → virtualmachines) means objects may end up protecting each other so that neither
+// can be deleted without the skip-protection annotation. Cycles are reported, not broken: dropping protection would
+// let any provider switch off another's by writing a counter-rule.
+import { type GroupResource, groupResourceString, type RuleKey, ruleKeyString } from "../api/types.ts";
+
+export interface RuleEdges {
+  key: RuleKey;
+  dependent: GroupResource;
+  dependencies: readonly GroupResource[];
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Strongly connected components (Tarjan); returns node → component id. Node order is sorted, so ids are stable. */
+function components(nodes: readonly string[], adj: ReadonlyMap<string, readonly string[]>): Map<string, number> {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const comp = new Map<string, number>();
+  let next = 0;
+  let ids = 0;
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next);
+    next++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of adj.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      }
+    }
+    if (low.get(v) === index.get(v)) {
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        comp.set(w, ids);
+      } while (w !== v);
+      ids++;
+    }
+  };
+  for (const v of nodes) if (!index.has(v)) visit(v);
+  return comp;
+}
+
+/** Shortest path from `from` to `to` inside one component (BFS over sorted neighbours: deterministic). */
+function shortestPath(
+  from: string,
+  to: string,
+  adj: ReadonlyMap<string, readonly string[]>,
+  inComponent: (n: string) => boolean,
+): string[] {
+  const prev = new Map<string, string>([[from, from]]);
+  const queue = [from];
+  while (queue.length > 0) {
+    const v = queue.shift()!;
+    if (v === to) break;
+    for (const w of adj.get(v) ?? []) {
+      if (prev.has(w) || !inComponent(w)) continue;
+      prev.set(w, v);
+      queue.push(w);
+    }
+  }
+  const path = [to];
+  while (path[0] !== from) path.unshift(prev.get(path[0]!)!);
+  return path;
+}
+
+/**
+ * For every rule that has an edge on a cycle: a one-line, deterministic message naming one such cycle (started at
+ * its alphabetically first resource) and the rules that draw its edges.
+ */
+export function findCycles(rules: readonly RuleEdges[]): Map<string, string> {
+  const edgeRules = new Map<string, Set<string>>(); // "u\0v" → rule keys
+  const adjSets = new Map<string, Set<string>>();
+  for (const rule of rules) {
+    const u = groupResourceString(rule.dependent);
+    if (!adjSets.has(u)) adjSets.set(u, new Set());
+    for (const dep of rule.dependencies) {
+      const v = groupResourceString(dep);
+      adjSets.get(u)!.add(v);
+      if (!adjSets.has(v)) adjSets.set(v, new Set());
+      const e = `${u}\0${v}`;
+      if (!edgeRules.has(e)) edgeRules.set(e, new Set());
+      edgeRules.get(e)!.add(ruleKeyString(rule.key));
+    }
+  }
+  const adj = new Map<string, string[]>();
+  for (const [v, ws] of adjSets) adj.set(v, [...ws].sort(cmp));
+  const comp = components([...adj.keys()].sort(cmp), adj);
+
+  const result = new Map<string, string>();
+  for (const rule of rules) {
+    const u = groupResourceString(rule.dependent);
+    const cycles: string[][] = [];
+    for (const v of [...new Set(rule.dependencies.map(groupResourceString))].sort(cmp)) {
+      if (comp.get(u) !== comp.get(v)) continue;
+      const back = u === v ? [v] : shortestPath(v, u, adj, (n) => comp.get(n) === comp.get(u));
+      cycles.push([u, ...back]); // u → v → … → u
+    }
+    if (cycles.length === 0) continue;
+    const canonical = cycles.map(rotateToSmallest).sort((a, b) => a.length - b.length || cmp(a.join(" "), b.join(" ")));
+    const cycle = canonical[0]!;
+    const by = new Set<string>();
+    for (let i = 0; i + 1 < cycle.length; i++)
+      for (const k of edgeRules.get(`${cycle[i]}\0${cycle[i + 1]}`) ?? []) by.add(k);
+    result.set(
+      ruleKeyString(rule.key),
+      `dependency cycle ${cycle.join(" → ")} (rules ${[...by].sort(cmp).join(", ")}): objects on it can block each ` +
+        `other's deletion; break the cycle or use the skip-protection annotation`,
+    );
+  }
+  return result;
+}
+
+/** [b, c, a, b] → [a, b, c, a]: the same cycle always reads the same way. */
+function rotateToSmallest(cycle: string[]): string[] {
+  const nodes = cycle.slice(0, -1);
+  let start = 0;
+  for (let i = 1; i < nodes.length; i++) if (cmp(nodes[i]!, nodes[start]!) < 0) start = i;
+  const rotated = [...nodes.slice(start), ...nodes.slice(0, start)];
+  return [...rotated, rotated[0]!];
+}

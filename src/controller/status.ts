@@ -1,0 +1,146 @@
+// A rule's status, computed from what the last pass found. Pure and deterministic: messages are sorted and carry no
+// timestamps, and lastTransitionTime only moves when a condition's status does, so an unchanged rule is not rewritten.
+import {
+  type Condition,
+  type ConditionType,
+  type DependencyRuleStatus,
+  type LogicalClusterName,
+} from "../api/types.ts";
+import type { Resolution } from "../kcp/workspaces.ts";
+import type { ParsedRule } from "./rules.ts";
+
+export type InstallResult = { ok: true } | { ok: false; error: string };
+
+export interface RuleFacts {
+  /** Resolution of each `apiExportRef.path` (valid dependencies only). */
+  resolutions: ReadonlyMap<string, Resolution>;
+  /** For each provider cluster the rule contributes to: is the webhook configuration there as desired? */
+  installs: ReadonlyMap<LogicalClusterName, InstallResult>;
+  /** The cycle message, when one of the rule's edges is on a dependency cycle. */
+  cycle?: string;
+}
+
+export interface RuleStatus extends DependencyRuleStatus {
+  dependencyCount: number;
+}
+
+type Verdict = Omit<Condition, "type" | "lastTransitionTime" | "observedGeneration">;
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const MAX_MESSAGE = 4000;
+
+function clip(message: string): string {
+  return message.length <= MAX_MESSAGE ? message : `${message.slice(0, MAX_MESSAGE - 1)}…`;
+}
+
+function paths(rule: ParsedRule): string[] {
+  return [...new Set(rule.dependencies.map((d) => d.path as string))].sort(cmp);
+}
+
+function workspacesResolved(rule: ParsedRule, facts: RuleFacts): Verdict {
+  const all = paths(rule);
+  if (all.length === 0)
+    return { status: "Unknown", reason: "NoValidDependencies", message: "no valid dependency to resolve" };
+  const failed: string[] = [];
+  const resolved: string[] = [];
+  for (const p of all) {
+    const r = facts.resolutions.get(p);
+    if (r?.ok) resolved.push(`${p} (${r.cluster})`);
+    else failed.push(`${p}: ${r ? r.reason : "not resolved yet"}`);
+  }
+  if (failed.length > 0) return { status: "False", reason: "ResolutionFailed", message: failed.join("; ") };
+  return { status: "True", reason: "Resolved", message: `resolved ${resolved.join(", ")}` };
+}
+
+function webhooksInstalled(rule: ParsedRule, facts: RuleFacts): Verdict {
+  // Name workspaces by path (what the user wrote), in the order of the sorted paths.
+  const byCluster = new Map<LogicalClusterName, string[]>();
+  for (const p of paths(rule)) {
+    const r = facts.resolutions.get(p);
+    if (r?.ok) byCluster.set(r.cluster, [...(byCluster.get(r.cluster) ?? []), p]);
+  }
+  if (byCluster.size === 0) {
+    return rule.dependencies.length === 0
+      ? { status: "Unknown", reason: "NoValidDependencies", message: "no valid dependency to protect" }
+      : { status: "False", reason: "NoWorkspaceResolved", message: "no dependency workspace could be resolved" };
+  }
+  const failed: string[] = [];
+  const installed: string[] = [];
+  for (const [cluster, ps] of [...byCluster].sort(([a], [b]) => cmp(a, b))) {
+    const result = facts.installs.get(cluster);
+    const name = ps.join(", ");
+    if (result?.ok) installed.push(name);
+    else failed.push(`${name}: ${result ? result.error : "not installed yet"}`);
+  }
+  if (failed.length > 0) return { status: "False", reason: "InstallFailed", message: failed.sort(cmp).join("; ") };
+  return { status: "True", reason: "Installed", message: `webhook installed in ${installed.sort(cmp).join(", ")}` };
+}
+
+function acyclic(rule: ParsedRule, facts: RuleFacts): Verdict {
+  if (facts.cycle) return { status: "False", reason: "CycleDetected", message: facts.cycle };
+  if (!rule.dependent) return { status: "Unknown", reason: "InvalidSpec", message: "spec.dependent is invalid" };
+  return { status: "True", reason: "NoCycle", message: "no dependency cycle through this rule" };
+}
+
+function ready(rule: ParsedRule, others: [ConditionType, Verdict][]): Verdict {
+  if (rule.problems.length > 0)
+    return { status: "False", reason: "InvalidSpec", message: `invalid rule: ${rule.problems.join("; ")}` };
+  const failing = others.filter(([, v]) => v.status !== "True");
+  if (failing.length === 0) return { status: "True", reason: "Ready", message: "deletion protection is installed" };
+  return {
+    status: "False",
+    reason: failing[0]![1].reason,
+    message: failing.map(([type, v]) => `${type}: ${v.message}`).join("; "),
+  };
+}
+
+/**
+ * The status the rule should have. `previous` is its current status; a condition keeps its lastTransitionTime
+ * while its status value stays the same.
+ */
+export function computeStatus(
+  rule: ParsedRule,
+  facts: RuleFacts,
+  previous: DependencyRuleStatus | undefined,
+  now: string,
+): RuleStatus {
+  const others: [ConditionType, Verdict][] = [
+    ["WorkspacesResolved", workspacesResolved(rule, facts)],
+    ["WebhooksInstalled", webhooksInstalled(rule, facts)],
+    ["Acyclic", acyclic(rule, facts)],
+  ];
+  const verdicts: [ConditionType, Verdict][] = [["Ready", ready(rule, others)], ...others];
+  const conditions = verdicts.map(([type, v]): Condition => {
+    const before = previous?.conditions?.find((c) => c.type === type);
+    return {
+      type,
+      status: v.status,
+      reason: v.reason,
+      message: clip(v.message),
+      ...(rule.generation !== undefined ? { observedGeneration: rule.generation } : {}),
+      lastTransitionTime:
+        before && before.status === v.status && before.lastTransitionTime ? before.lastTransitionTime : now,
+    };
+  });
+  return {
+    ...(rule.generation !== undefined ? { observedGeneration: rule.generation } : {}),
+    dependencyCount: rule.dependencyCount,
+    conditions,
+  };
+}
+
+/** Whether writing `next` would change anything (key order and absent-vs-undefined do not count). */
+export function statusChanged(current: unknown, next: RuleStatus): boolean {
+  return canonical(current ?? {}) !== canonical(next);
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => cmp(a, b));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
