@@ -1,0 +1,254 @@
+// THE place a DELETE is decided. Two pure steps around the only I/O (listing dependents):
+//   planLookups(request, rules) → an immediate decision, or the lookups needed;
+//   decide(plan, results)      → allow, or deny with a code and a message.
+// Nothing here reads the network, the clock or a logger, so every branch is a table test.
+import { references, type FieldPath } from "../fieldpath/fieldpath.ts";
+import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
+import type { DependentType, RuleMatch } from "./registry.ts";
+
+/** The fields of an admission.k8s.io/v1 AdmissionRequest the decision reads (see kcp.md D). */
+export interface AdmissionRequest {
+  uid: string;
+  operation: string;
+  resource: { group: string; version: string; resource: string };
+  /** Empty for the per-item calls of a DELETECOLLECTION: read the name from oldObject. */
+  name?: string;
+  namespace?: string;
+  userInfo?: { username?: string };
+  oldObject?: unknown;
+  dryRun?: boolean;
+}
+
+/** Why a decision came out the way it did; also the `reason` label of the decisions metric. */
+export type DecisionReason =
+  | "not-delete"
+  | "skip-protection"
+  | "no-rules"
+  | "no-dependents"
+  | "referenced"
+  | "not-synced"
+  | "bad-request"
+  | "unresolved-rule"
+  | "lookup-error"
+  | "internal-error";
+
+export type StatusReason = "Conflict" | "BadRequest" | "InternalError" | "ServiceUnavailable";
+
+export type Decision =
+  | { allowed: true; reason: DecisionReason; warnings?: string[] }
+  | {
+      allowed: false;
+      reason: DecisionReason;
+      code: number;
+      statusReason: StatusReason;
+      message: string;
+      /** Every blocker found (deduplicated, sorted), for logs; the message lists at most MAX_LISTED_BLOCKERS. */
+      blockers?: string[];
+    };
+
+/** The object being deleted. */
+export interface Target {
+  consumer: LogicalClusterName;
+  resource: string;
+  name: string;
+  /** Set for a namespaced object: only dependents in this namespace can reference it. */
+  namespace?: string;
+}
+
+/** One list to run in the consumer workspace: objects of `dependent` that name `target.name` at any field path. */
+export interface Lookup {
+  consumer: LogicalClusterName;
+  dependent: DependentType;
+  /** Namespace to list in; undefined lists across all namespaces (cluster-scoped target). */
+  namespace?: string;
+  name: string;
+  fieldPaths: readonly FieldPath[];
+  /** Keys of the rules that asked for this lookup, for error messages. */
+  rules: readonly string[];
+}
+
+export type Plan = { kind: "decided"; decision: Decision } | { kind: "lookup"; target: Target; lookups: Lookup[] };
+export type LookupPlan = Extract<Plan, { kind: "lookup" }>;
+
+export interface Dependent {
+  namespace?: string;
+  name: string;
+}
+
+/**
+ * What one lookup found. `complete` is false when the lister stopped early because more than MAX_LISTED_BLOCKERS
+ * dependents were already found; a 404 (the dependent type is not bound in the consumer) is `{ok, [], complete}`.
+ */
+export type LookupResult = { ok: true; dependents: Dependent[]; complete: boolean } | { ok: false; error: string };
+
+/** How many blockers a deny message names before "and N more". */
+export const MAX_LISTED_BLOCKERS = 10;
+
+export const NOT_SYNCED_MESSAGE = "dependency webhook is starting: rule registry not yet synced, retry later";
+
+/** Logical cluster names are lowercase alphanumerics (and `system:` names); they go into a URL path. */
+const LOGICAL_CLUSTER_RE = /^[a-z0-9]([a-z0-9:-]*[a-z0-9])?$/;
+
+const allow = (reason: DecisionReason, warnings?: string[]): Decision =>
+  warnings ? { allowed: true, reason, warnings } : { allowed: true, reason };
+
+function deny(reason: DecisionReason, code: number, statusReason: StatusReason, message: string): Decision {
+  return { allowed: false, reason, code, statusReason, message };
+}
+
+const badRequest = (message: string): Decision => deny("bad-request", 400, "BadRequest", message);
+const decided = (decision: Decision): Plan => ({ kind: "decided", decision });
+
+function asRecord(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+const nonEmptyString = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+
+/**
+ * Step one. `rules` is the registry's match for this request's provider and group/resource, or "not-synced" while
+ * the registry is still loading. Returns a decision when no lookup is needed.
+ */
+export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-synced"): Plan {
+  if (request.operation !== "DELETE") return decided(allow("not-delete"));
+  if (rules === "not-synced") return decided(deny("not-synced", 503, "ServiceUnavailable", NOT_SYNCED_MESSAGE));
+
+  const old = asRecord(request.oldObject);
+  if (!old) return decided(badRequest("DELETE request has no oldObject: cannot tell which object is being deleted"));
+  const meta = asRecord(old["metadata"]) ?? {};
+  const annotations = asRecord(meta["annotations"]) ?? {};
+
+  // Break-glass: exactly "true"; "false", "True" or "yes" do not skip.
+  if (annotations[SKIP_PROTECTION_ANNOTATION] === "true") {
+    return decided(allow("skip-protection", [`deletion protection skipped: ${SKIP_PROTECTION_ANNOTATION}=true`]));
+  }
+
+  const consumer = annotations[CLUSTER_ANNOTATION];
+  if (consumer === undefined || consumer === "") {
+    return decided(
+      badRequest(`oldObject has no ${CLUSTER_ANNOTATION} annotation: cannot tell which workspace it is in`),
+    );
+  }
+  if (typeof consumer !== "string" || !LOGICAL_CLUSTER_RE.test(consumer)) {
+    return decided(badRequest(`oldObject has an invalid ${CLUSTER_ANNOTATION} annotation ${JSON.stringify(consumer)}`));
+  }
+
+  // DELETECOLLECTION sends an empty request.name per item: the object's own name is the truth.
+  const name = nonEmptyString(meta["name"]) ?? nonEmptyString(request.name);
+  if (name === undefined) return decided(badRequest("neither oldObject.metadata.name nor request.name is set"));
+  const objectNs = nonEmptyString(meta["namespace"]);
+  const requestNs = nonEmptyString(request.namespace);
+  if (objectNs !== undefined && requestNs !== undefined && objectNs !== requestNs) {
+    return decided(badRequest(`request namespace "${requestNs}" differs from oldObject namespace "${objectNs}"`));
+  }
+  const namespace = objectNs ?? requestNs;
+  const resource = request.resource.resource;
+
+  if (rules.unresolved.length > 0) {
+    const why = rules.unresolved
+      .map(
+        (u) => `rule ${u.rule} depends on workspace ${JSON.stringify(u.path)}, which cannot be resolved: ${u.reason}`,
+      )
+      .join("; ");
+    return decided(deny("unresolved-rule", 503, "ServiceUnavailable", `cannot check ${resource}/${name}: ${why}`));
+  }
+  if (rules.entries.length === 0) return decided(allow("no-rules"));
+
+  const target: Target = {
+    consumer: consumer as LogicalClusterName,
+    resource,
+    name,
+    ...(namespace ? { namespace } : {}),
+  };
+  // One list per dependent type, however many rules ask for it.
+  const lookups = new Map<string, Lookup & { fieldPaths: FieldPath[]; rules: string[] }>();
+  for (const entry of rules.entries) {
+    const d = entry.dependent;
+    const key = `${d.group}/${d.version}/${d.resource}/${d.kind}`;
+    const existing = lookups.get(key);
+    if (existing) {
+      for (const p of entry.fieldPaths)
+        if (!existing.fieldPaths.some((q) => q.source === p.source)) existing.fieldPaths.push(p);
+      if (!existing.rules.includes(entry.rule)) existing.rules.push(entry.rule);
+      continue;
+    }
+    lookups.set(key, {
+      consumer: target.consumer,
+      dependent: d,
+      ...(namespace ? { namespace } : {}),
+      name,
+      fieldPaths: [...entry.fieldPaths],
+      rules: [entry.rule],
+    });
+  }
+  return { kind: "lookup", target, lookups: [...lookups.values()] };
+}
+
+/** The dependents among `items` (a page of a list) that reference the lookup's name at any of its field paths. */
+export function matchingDependents(items: readonly unknown[], lookup: Lookup): Dependent[] {
+  const out: Dependent[] = [];
+  for (const item of items) {
+    if (!lookup.fieldPaths.some((p) => references(item, p, lookup.name))) continue;
+    const meta = asRecord(asRecord(item)?.["metadata"]) ?? {};
+    const name = nonEmptyString(meta["name"]);
+    if (name === undefined) continue;
+    const namespace = nonEmptyString(meta["namespace"]);
+    out.push(namespace ? { namespace, name } : { name });
+  }
+  return out;
+}
+
+/** `Kind/name`; `Kind/namespace/name` when a cluster-scoped target is referenced from a namespace (as the original). */
+export function blockerId(kind: string, dependent: Dependent, target: Target): string {
+  return target.namespace === undefined && dependent.namespace !== undefined
+    ? `${kind}/${dependent.namespace}/${dependent.name}`
+    : `${kind}/${dependent.name}`;
+}
+
+/** `cannot delete vpcs/my-vpc: still referenced by A, B and 3 more`; `blockers` sorted and deduplicated. */
+export function denyMessage(target: Target, blockers: readonly string[], complete: boolean): string {
+  const listed = blockers.slice(0, MAX_LISTED_BLOCKERS).join(", ");
+  const rest = blockers.length - MAX_LISTED_BLOCKERS;
+  const more = rest > 0 ? ` and ${complete ? "" : "at least "}${rest} more` : "";
+  return `cannot delete ${target.resource}/${target.name}: still referenced by ${listed}${more}`;
+}
+
+/** Step two: the lookups' results (same order as plan.lookups) → the decision. */
+export function decide(plan: LookupPlan, results: readonly LookupResult[]): Decision {
+  const { target } = plan;
+  const errors: string[] = [];
+  const blockers = new Set<string>();
+  let complete = true;
+  plan.lookups.forEach((lookup, i) => {
+    const result = results[i];
+    const d = lookup.dependent;
+    const what = `${d.resource}${d.group ? "." + d.group : ""}/${d.version}`;
+    if (result === undefined) {
+      errors.push(`rule ${lookup.rules.join(", ")}: listing ${what}: no result`);
+    } else if (!result.ok) {
+      errors.push(`rule ${lookup.rules.join(", ")}: listing ${what} in workspace ${target.consumer}: ${result.error}`);
+    } else {
+      if (!result.complete) complete = false;
+      for (const dep of result.dependents) blockers.add(blockerId(d.kind, dep, target));
+    }
+  });
+  // Fail closed: a dependent we could not list might reference the target.
+  if (errors.length > 0) {
+    return deny(
+      "lookup-error",
+      500,
+      "InternalError",
+      `cannot check dependents of ${target.resource}/${target.name}: ${errors.join("; ")}`,
+    );
+  }
+  if (blockers.size === 0) return allow("no-dependents");
+  const sorted = [...blockers].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return {
+    allowed: false,
+    reason: "referenced",
+    code: 409,
+    statusReason: "Conflict",
+    message: denyMessage(target, sorted, complete),
+    blockers: sorted,
+  };
+}

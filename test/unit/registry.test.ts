@@ -1,0 +1,227 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts";
+import type { Resolution } from "../../src/kcp/workspaces.ts";
+import { buildRegistry, formatProblem, referencedPaths, type RuleMatch } from "../../src/webhook/registry.ts";
+
+const lc = (s: string) => s as LogicalClusterName;
+
+interface Dep {
+  path?: string;
+  group?: string;
+  resource?: string;
+  field?: string;
+}
+
+function rule(cluster: string | undefined, name: string, deps: Dep[], dependent: Record<string, unknown> = {}) {
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name, ...(cluster ? { annotations: { "kcp.io/cluster": cluster } } : {}) },
+    spec: {
+      dependent: {
+        apiExportName: "compute",
+        group: "compute.example.io",
+        version: "v1",
+        kind: "VirtualMachine",
+        resource: "virtualmachines",
+        ...dependent,
+      },
+      dependencies: deps.map((d) => ({
+        apiExportRef: { path: d.path ?? "root:network", name: "network" },
+        group: d.group ?? "network.example.io",
+        version: "v1",
+        resource: d.resource ?? "vpcs",
+        fieldRef: { path: d.field ?? ".spec.vpcRef.name" },
+      })),
+    },
+  } as DependencyRule;
+}
+
+const resolved = (entries: Record<string, string | { reason: string }>): Map<string, Resolution> =>
+  new Map(
+    Object.entries(entries).map(([path, r]) => [
+      path,
+      typeof r === "string" ? { ok: true, cluster: lc(r) } : { ok: false, reason: r.reason },
+    ]),
+  );
+
+const VPCS = { group: "network.example.io", resource: "vpcs" };
+/** A match reduced to plain data: rule keys and field path sources. */
+const summary = (m: RuleMatch) => ({
+  entries: m.entries.map((e) => [e.rule, e.dependent.resource, e.fieldPaths.map((p) => p.source)]),
+  unresolved: m.unresolved,
+});
+
+describe("buildRegistry", () => {
+  const paths = resolved({ "root:network": "net1", "root:other-network": "net2" });
+
+  it("finds a rule by provider logical cluster and protected group/resource", () => {
+    const reg = buildRegistry([rule("c1", "vm-rule", [{}])], paths);
+    assert.deepEqual(summary(reg.find(lc("net1"), VPCS)), {
+      entries: [["c1/vm-rule", "virtualmachines", [".spec.vpcRef.name"]]],
+      unresolved: [],
+    });
+    assert.equal(reg.ruleCount, 1);
+    assert.equal(reg.entryCount, 1);
+    assert.deepEqual(reg.problems, []);
+  });
+
+  it("two providers exporting the same group/resource never cross-trigger", () => {
+    const reg = buildRegistry(
+      [rule("c1", "uses-net1", [{ path: "root:network" }]), rule("c2", "uses-net2", [{ path: "root:other-network" }])],
+      paths,
+    );
+    assert.deepEqual(
+      reg.find(lc("net1"), VPCS).entries.map((e) => e.rule),
+      ["c1/uses-net1"],
+    );
+    assert.deepEqual(
+      reg.find(lc("net2"), VPCS).entries.map((e) => e.rule),
+      ["c2/uses-net2"],
+    );
+    assert.deepEqual(summary(reg.find(lc("net3"), VPCS)), { entries: [], unresolved: [] });
+  });
+
+  it("legacy /validate (no provider) matches across all providers", () => {
+    const reg = buildRegistry(
+      [rule("c2", "uses-net2", [{ path: "root:other-network" }]), rule("c1", "uses-net1", [{ path: "root:network" }])],
+      paths,
+    );
+    assert.deepEqual(
+      reg.find(undefined, VPCS).entries.map((e) => e.rule),
+      ["c1/uses-net1", "c2/uses-net2"],
+    );
+  });
+
+  it("does not match another group or resource", () => {
+    const reg = buildRegistry([rule("c1", "r", [{}])], paths);
+    assert.equal(reg.find(lc("net1"), { group: "network.example.io", resource: "subnets" }).entries.length, 0);
+    assert.equal(reg.find(lc("net1"), { group: "other.example.io", resource: "vpcs" }).entries.length, 0);
+  });
+
+  it("the same rule name in two workspaces is two rules", () => {
+    const reg = buildRegistry([rule("c1", "r", [{}]), rule("c2", "r", [{}])], paths);
+    assert.deepEqual(
+      reg.find(lc("net1"), VPCS).entries.map((e) => e.rule),
+      ["c1/r", "c2/r"],
+    );
+    assert.equal(reg.ruleCount, 2);
+  });
+
+  it("one rule with two fields to the same target is one entry with both paths", () => {
+    const reg = buildRegistry(
+      [
+        rule("c1", "r", [
+          { field: ".spec.vpcRef.name" },
+          { field: ".spec.nics[*].vpc" },
+          { field: ".spec.vpcRef.name" },
+        ]),
+      ],
+      paths,
+    );
+    assert.deepEqual(summary(reg.find(lc("net1"), VPCS)).entries, [
+      ["c1/r", "virtualmachines", [".spec.vpcRef.name", ".spec.nics[*].vpc"]],
+    ]);
+    assert.equal(reg.entryCount, 1);
+  });
+
+  it("a rule protecting two resources is found under each", () => {
+    const reg = buildRegistry(
+      [rule("c1", "r", [{ resource: "vpcs" }, { resource: "subnets", field: ".spec.subnet" }])],
+      paths,
+    );
+    assert.equal(reg.find(lc("net1"), VPCS).entries.length, 1);
+    assert.deepEqual(summary(reg.find(lc("net1"), { group: "network.example.io", resource: "subnets" })).entries, [
+      ["c1/r", "virtualmachines", [".spec.subnet"]],
+    ]);
+    assert.equal(reg.entryCount, 2);
+  });
+
+  it("an unresolved provider path fails closed for its group/resource, from any provider", () => {
+    const reg = buildRegistry(
+      [rule("c1", "ok", [{}]), rule("c9", "broken", [{ path: "root:gone" }])],
+      resolved({ "root:network": "net1", "root:gone": { reason: "workspace root:gone not found" } }),
+    );
+    const want = [{ rule: "c9/broken", path: "root:gone", reason: "workspace root:gone not found" }];
+    assert.deepEqual(reg.find(lc("net1"), VPCS).unresolved, want);
+    assert.deepEqual(reg.find(lc("net7"), VPCS).unresolved, want);
+    assert.deepEqual(reg.find(undefined, VPCS).unresolved, want);
+    assert.deepEqual(reg.find(lc("net1"), { group: "x.io", resource: "vpcs" }).unresolved, []);
+  });
+
+  it("a path not resolved yet is unresolved too", () => {
+    const reg = buildRegistry([rule("c1", "r", [{ path: "root:new" }])], new Map());
+    assert.deepEqual(reg.find(lc("net1"), VPCS).unresolved, [
+      { rule: "c1/r", path: "root:new", reason: "workspace root:new not resolved yet" },
+    ]);
+  });
+
+  it("a malformed field path skips that dependency with a problem, keeps the others", () => {
+    const reg = buildRegistry(
+      [rule("c1", "r", [{ field: ".spec..name" }, { resource: "subnets", field: ".spec.subnet" }])],
+      paths,
+    );
+    assert.equal(reg.find(lc("net1"), VPCS).entries.length, 0);
+    assert.equal(reg.find(lc("net1"), { group: "network.example.io", resource: "subnets" }).entries.length, 1);
+    assert.deepEqual(reg.problems.map(formatProblem), [
+      'rule c1/r: spec.dependencies[0].fieldRef.path: invalid field path ".spec..name": expected a field name (letter or "_"), found "." at position 7',
+    ]);
+  });
+
+  it("a malformed dependent skips the whole rule", () => {
+    const reg = buildRegistry([rule("c1", "r", [{}], { resource: "../../secrets" })], paths);
+    assert.equal(reg.find(lc("net1"), VPCS).entries.length, 0);
+    assert.equal(reg.ruleCount, 0);
+    assert.deepEqual(reg.problems.map(formatProblem), [
+      'rule c1/r: spec.dependent.resource "../../secrets" is not a plural resource name',
+    ]);
+  });
+
+  it("a rule without kcp.io/cluster is skipped with a problem", () => {
+    const reg = buildRegistry([rule(undefined, "r", [{}])], paths);
+    assert.equal(reg.find(lc("net1"), VPCS).entries.length, 0);
+    assert.deepEqual(reg.problems.map(formatProblem), ["rule /r: rule has no kcp.io/cluster annotation"]);
+  });
+
+  it("garbage specs never throw", () => {
+    const garbage = [
+      { metadata: { name: "a", annotations: { "kcp.io/cluster": "c" } } },
+      { metadata: { name: "b", annotations: { "kcp.io/cluster": "c" } }, spec: { dependent: null, dependencies: 5 } },
+      { metadata: { name: "c", annotations: { "kcp.io/cluster": "c" } }, spec: { dependencies: [null, 3, {}] } },
+      {
+        metadata: { name: "d", annotations: { "kcp.io/cluster": "c" } },
+        spec: { dependent: rule("c", "x", []).spec.dependent, dependencies: [null, 3, {}] },
+      },
+    ] as unknown as DependencyRule[];
+    const reg = buildRegistry(garbage, paths);
+    assert.equal(reg.ruleCount, 0);
+    assert.equal(reg.problems.length, 6);
+  });
+
+  it("input order does not change the result", () => {
+    const rules = [rule("c3", "a", [{}]), rule("c1", "b", [{}]), rule("c2", "c", [{}])];
+    const a = buildRegistry(rules, paths)
+      .find(lc("net1"), VPCS)
+      .entries.map((e) => e.rule);
+    const b = buildRegistry([...rules].reverse(), paths)
+      .find(lc("net1"), VPCS)
+      .entries.map((e) => e.rule);
+    assert.deepEqual(a, ["c1/b", "c2/c", "c3/a"]);
+    assert.deepEqual(b, a);
+  });
+});
+
+describe("referencedPaths", () => {
+  it("collects distinct provider paths, sorted, ignoring garbage", () => {
+    const rules = [
+      rule("c1", "a", [{ path: "root:b" }, { path: "root:a" }]),
+      rule("c1", "b", [{ path: "root:b" }]),
+      {
+        metadata: { name: "x" },
+        spec: { dependencies: [null, { apiExportRef: { path: 3 } }] },
+      } as unknown as DependencyRule,
+    ];
+    assert.deepEqual(referencedPaths(rules), ["root:a", "root:b"]);
+  });
+});
