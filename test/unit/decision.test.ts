@@ -62,7 +62,7 @@ interface Del {
 }
 function req(o: Del = {}): AdmissionRequest {
   const name = o.name ?? "my-vpc";
-  const annotations = { "kcp.io/cluster": o.cluster ?? "consumer1", ...o.annotations };
+  const annotations: Record<string, unknown> = { "kcp.io/cluster": o.cluster ?? "consumer1", ...o.annotations };
   if (o.cluster === null) delete annotations["kcp.io/cluster"];
   return {
     uid: "u1",

@@ -1,0 +1,126 @@
+// The serving certificate and key, read from files and reloaded when they change, so a rotated certificate
+// (cert-manager, a Secret volume's symlink swap) is served without a restart. File events trigger a check; a
+// periodic poll catches what events miss. A half-written or mismatched pair is refused and the old one kept.
+import { readFileSync, watch, type FSWatcher } from "node:fs";
+import { dirname } from "node:path";
+import tls from "node:tls";
+import type { Logger } from "pino";
+
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+}
+
+export interface KeyPair {
+  cert: Buffer;
+  key: Buffer;
+}
+
+export class CertificateError extends Error {
+  override name = "CertificateError";
+}
+
+/** Reads and checks a key pair; the error says which file is wrong and why. */
+export function loadKeyPair(files: TlsFiles): KeyPair {
+  const read = (what: string, file: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new CertificateError(
+        code === "ENOENT"
+          ? `TLS ${what} file ${file} does not exist`
+          : `cannot read TLS ${what} file ${file}: ${(err as Error).message}`,
+      );
+    }
+  };
+  const pair = { cert: read("certificate", files.certFile), key: read("key", files.keyFile) };
+  try {
+    tls.createSecureContext(pair);
+  } catch (err) {
+    throw new CertificateError(
+      `TLS certificate ${files.certFile} and key ${files.keyFile} are not a usable pair: ${(err as Error).message}`,
+    );
+  }
+  return pair;
+}
+
+export interface CertificateReloaderOptions {
+  files: TlsFiles;
+  logger: Logger;
+  /** Called with each new valid pair. */
+  onReload: (pair: KeyPair) => void;
+  onResult?: (result: "success" | "error") => void;
+  pollMs?: number;
+}
+
+export class CertificateReloader {
+  private readonly opts: CertificateReloaderOptions;
+  private current: KeyPair;
+  private watchers: FSWatcher[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private debounce: NodeJS.Timeout | undefined;
+  private lastError = "";
+
+  /** Loads the pair now; throws CertificateError when it is missing or unusable. */
+  constructor(opts: CertificateReloaderOptions) {
+    this.opts = opts;
+    this.current = loadKeyPair(opts.files);
+  }
+
+  pair(): KeyPair {
+    return this.current;
+  }
+
+  start(): void {
+    // Watch the directories: Secret volumes replace files by swapping a symlink, which a file watch can miss.
+    for (const dir of new Set([dirname(this.opts.files.certFile), dirname(this.opts.files.keyFile)])) {
+      try {
+        const w = watch(dir, () => this.scheduleCheck());
+        w.on("error", () => undefined);
+        this.watchers.push(w);
+      } catch (err) {
+        this.opts.logger.warn({ dir, err: (err as Error).message }, "cannot watch certificate directory; polling only");
+      }
+    }
+    this.timer = setInterval(() => this.check(), this.opts.pollMs ?? 10_000);
+    this.timer.unref();
+  }
+
+  private scheduleCheck(): void {
+    clearTimeout(this.debounce);
+    // Writers put the cert and the key in two steps; wait for both before reading.
+    this.debounce = setTimeout(() => this.check(), 100);
+    this.debounce.unref();
+  }
+
+  /** Re-reads the files; applies and returns true when they changed and form a valid pair. */
+  check(): boolean {
+    let next: KeyPair;
+    try {
+      next = loadKeyPair(this.opts.files);
+    } catch (err) {
+      const message = (err as Error).message;
+      if (message !== this.lastError) {
+        this.opts.logger.warn({ err: message }, "new TLS certificate not usable; still serving the previous one");
+        this.opts.onResult?.("error");
+      }
+      this.lastError = message;
+      return false;
+    }
+    this.lastError = "";
+    if (next.cert.equals(this.current.cert) && next.key.equals(this.current.key)) return false;
+    this.current = next;
+    this.opts.onReload(next);
+    this.opts.onResult?.("success");
+    this.opts.logger.info({ certFile: this.opts.files.certFile }, "serving certificate reloaded");
+    return true;
+  }
+
+  stop(): void {
+    for (const w of this.watchers) w.close();
+    this.watchers = [];
+    clearInterval(this.timer);
+    clearTimeout(this.debounce);
+  }
+}

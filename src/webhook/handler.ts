@@ -1,0 +1,116 @@
+// Runs one admission request through the decision: registry match → plan → lookups (the I/O, in parallel, under
+// one deadline) → decide. It never throws: anything unexpected becomes a 500 denial (fail closed). It also owns the
+// per-decision log line and metrics.
+import type { Logger } from "pino";
+import type { LogicalClusterName } from "../api/types.ts";
+import {
+  decide,
+  MAX_LISTED_BLOCKERS,
+  planLookups,
+  type AdmissionRequest,
+  type Decision,
+  type Lookup,
+  type LookupResult,
+} from "./decision.ts";
+import type { DependentFinder } from "./lookup.ts";
+import { outcomeOf, type WebhookMetrics } from "./metrics.ts";
+import type { RuleRegistry } from "./registry.ts";
+
+export interface HandlerOptions {
+  /** The current registry, or undefined while it is not yet synced. */
+  registry: () => RuleRegistry | undefined;
+  finder: DependentFinder;
+  logger: Logger;
+  metrics: WebhookMetrics;
+  /** Deadline for all lookups of one request; below the API server's 10 s webhook timeout so our message wins. */
+  lookupTimeoutMs?: number;
+}
+
+export type AdmissionHandler = (
+  request: AdmissionRequest,
+  provider: LogicalClusterName | undefined,
+) => Promise<Decision>;
+
+export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
+  const timeoutMs = opts.lookupTimeoutMs ?? 8_000;
+
+  async function runLookup(lookup: Lookup, signal: AbortSignal): Promise<LookupResult> {
+    const end = opts.metrics.lookupSeconds.startTimer();
+    try {
+      const found = await opts.finder.find(lookup, MAX_LISTED_BLOCKERS, signal);
+      end({ result: found.notBound ? "not-bound" : "ok" });
+      return { ok: true, dependents: found.dependents, complete: found.complete };
+    } catch (err) {
+      end({ result: "error" });
+      opts.metrics.lookupErrors.inc();
+      const message = signal.aborted ? `no answer within ${timeoutMs} ms` : errorMessage(err);
+      return { ok: false, error: message };
+    }
+  }
+
+  async function decideRequest(request: AdmissionRequest, provider: LogicalClusterName | undefined): Promise<Decision> {
+    const registry = opts.registry();
+    const g = request.resource;
+    const match = registry ? registry.find(provider, { group: g.group, resource: g.resource }) : "not-synced";
+    const plan = planLookups(request, match);
+    if (plan.kind === "decided") return plan.decision;
+    const signal = AbortSignal.timeout(timeoutMs);
+    const results = await Promise.all(plan.lookups.map((l) => runLookup(l, signal)));
+    return decide(plan, results);
+  }
+
+  return async (request, provider) => {
+    const end = opts.metrics.decisionSeconds.startTimer();
+    let decision: Decision;
+    try {
+      decision = await decideRequest(request, provider);
+    } catch (err) {
+      decision = {
+        allowed: false,
+        reason: "internal-error",
+        code: 500,
+        statusReason: "InternalError",
+        message: `internal error deciding ${request.operation} of ${request.resource.resource}/${request.name ?? ""}: ${errorMessage(err)}`,
+      };
+    }
+    const outcome = outcomeOf(decision);
+    end({ outcome });
+    opts.metrics.decisions.inc({ outcome, reason: decision.reason });
+    logDecision(opts.logger, request, provider, decision);
+    return decision;
+  };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function logDecision(
+  logger: Logger,
+  request: AdmissionRequest,
+  provider: LogicalClusterName | undefined,
+  decision: Decision,
+): void {
+  if (decision.allowed && decision.reason !== "skip-protection") return;
+  const meta = (request.oldObject as { metadata?: { name?: unknown; annotations?: Record<string, unknown> } })
+    ?.metadata;
+  const fields = {
+    uid: request.uid,
+    workspace: meta?.annotations?.["kcp.io/cluster"],
+    provider,
+    resource: request.resource.resource,
+    group: request.resource.group,
+    namespace: request.namespace || undefined,
+    name: typeof meta?.name === "string" ? meta.name : request.name,
+    user: request.userInfo?.username,
+    dryRun: request.dryRun === true,
+    reason: decision.reason,
+  };
+  if (decision.allowed) {
+    logger.info(fields, "delete allowed: skip-protection annotation set");
+  } else if (decision.code === 409) {
+    logger.info({ ...fields, blockers: decision.blockers, code: decision.code }, "delete denied: still referenced");
+  } else {
+    logger.warn({ ...fields, code: decision.code, message: decision.message }, "delete denied: cannot decide");
+  }
+}

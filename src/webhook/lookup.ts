@@ -1,0 +1,70 @@
+// Finding dependents: the webhook's only I/O on the DELETE path, behind a one-method interface so decisions can be
+// tested with a plain function. The live finder lists the dependent type in the consumer workspace through the kcp
+// front-proxy, page by page, and stops as soon as it has more blockers than a deny message names.
+import { isApiError, type RestClient } from "../kcp/rest.ts";
+import { matchingDependents, MAX_LISTED_BLOCKERS, type Dependent, type Lookup } from "./decision.ts";
+
+export interface FoundDependents {
+  dependents: Dependent[];
+  /** False when listing stopped early (more than `limit` found); the count is then a lower bound. */
+  complete: boolean;
+  /** True when the dependent type is not served in the consumer workspace (404): nothing can reference the target. */
+  notBound?: boolean;
+}
+
+export interface DependentFinder {
+  /** Dependents matching `lookup`, stopping once more than `limit` are found. Throws on any failure but 404. */
+  find(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FoundDependents>;
+}
+
+/** `/clusters/<c>/apis/<g>/<v>[/namespaces/<ns>]/<resource>`; the core group lives under `/api/<v>`. */
+export function dependentListPath(lookup: Lookup): string {
+  const d = lookup.dependent;
+  const enc = encodeURIComponent;
+  const api = d.group === "" ? `/api/${enc(d.version)}` : `/apis/${enc(d.group)}/${enc(d.version)}`;
+  const ns = lookup.namespace !== undefined ? `/namespaces/${enc(lookup.namespace)}` : "";
+  return `/clusters/${enc(lookup.consumer)}${api}${ns}/${enc(d.resource)}`;
+}
+
+export interface LiveFinderOptions {
+  /** Client rooted at the kcp base URL (front-proxy), shared by every lookup: one keep-alive agent for all. */
+  base: RestClient;
+  pageSize?: number;
+  /** Per-page timeout in milliseconds; the caller's signal bounds the whole lookup. */
+  pageTimeoutMs?: number;
+}
+
+export class LiveDependentFinder implements DependentFinder {
+  private readonly base: RestClient;
+  private readonly pageSize: number;
+  private readonly pageTimeoutMs: number;
+
+  constructor(opts: LiveFinderOptions) {
+    this.base = opts.base;
+    this.pageSize = opts.pageSize ?? 500;
+    this.pageTimeoutMs = opts.pageTimeoutMs ?? 8_000;
+  }
+
+  async find(lookup: Lookup, limit: number = MAX_LISTED_BLOCKERS, signal?: AbortSignal): Promise<FoundDependents> {
+    const found: Dependent[] = [];
+    let complete = true;
+    try {
+      await this.base.listPages<unknown>(
+        dependentListPath(lookup),
+        (page) => {
+          found.push(...matchingDependents(Array.isArray(page.items) ? page.items : [], lookup));
+          if (found.length > limit && page.metadata?.continue) {
+            complete = false;
+            return false;
+          }
+          return true;
+        },
+        { limit: this.pageSize, timeoutMs: this.pageTimeoutMs, ...(signal ? { signal } : {}) },
+      );
+    } catch (err) {
+      if (isApiError(err, 404)) return { dependents: [], complete: true, notBound: true };
+      throw err;
+    }
+    return { dependents: found, complete };
+  }
+}

@@ -1,0 +1,72 @@
+// Prometheus metrics of the webhook, registered on a passed-in Registry (never the global one) so tests stay isolated.
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { Decision } from "./decision.ts";
+
+export interface WebhookMetrics {
+  decisions: Counter<"outcome" | "reason">;
+  decisionSeconds: Histogram<"outcome">;
+  lookupSeconds: Histogram<"result">;
+  lookupErrors: Counter;
+  registryRules: Gauge;
+  registryEntries: Gauge;
+  registryProblems: Gauge;
+  certificateReloads: Counter<"result">;
+}
+
+/** allowed; denied (409, the object is referenced); errored (any other deny: bad input, not ready, lookup failure). */
+export function outcomeOf(decision: Decision): "allowed" | "denied" | "errored" {
+  if (decision.allowed) return "allowed";
+  return decision.code === 409 ? "denied" : "errored";
+}
+
+export function createWebhookMetrics(registry: Registry): WebhookMetrics {
+  const registers = [registry];
+  return {
+    decisions: new Counter({
+      name: "dependency_webhook_decisions_total",
+      help: "DELETE admission decisions by outcome (allowed, denied, errored) and reason.",
+      labelNames: ["outcome", "reason"],
+      registers,
+    }),
+    decisionSeconds: new Histogram({
+      name: "dependency_webhook_decision_duration_seconds",
+      help: "Time to decide one admission review, lookups included.",
+      labelNames: ["outcome"],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    lookupSeconds: new Histogram({
+      name: "dependency_webhook_lookup_duration_seconds",
+      help: "Time to list one dependent type in a consumer workspace.",
+      labelNames: ["result"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    lookupErrors: new Counter({
+      name: "dependency_webhook_lookup_errors_total",
+      help: "Dependent lookups that failed (anything but 404); each one denies the DELETE.",
+      registers,
+    }),
+    registryRules: new Gauge({
+      name: "dependency_webhook_registry_rules",
+      help: "DependencyRules registered.",
+      registers,
+    }),
+    registryEntries: new Gauge({
+      name: "dependency_webhook_registry_entries",
+      help: "Registered (rule, provider workspace, protected group/resource) entries.",
+      registers,
+    }),
+    registryProblems: new Gauge({
+      name: "dependency_webhook_registry_problems",
+      help: "Rules or dependencies left out of the registry because they are malformed.",
+      registers,
+    }),
+    certificateReloads: new Counter({
+      name: "dependency_webhook_certificate_reloads_total",
+      help: "Serving certificate reloads after the files changed, by result (success, error).",
+      labelNames: ["result"],
+      registers,
+    }),
+  };
+}

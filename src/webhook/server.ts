@@ -1,0 +1,215 @@
+// The HTTPS transport: AdmissionReview admission.k8s.io/v1 at /validate/<provider logical cluster> (the URL the
+// controller writes into each provider's VWC) and at /validate (legacy: no provider, match across all).
+// Transport checks run before any logic: method, path, content type, body size, JSON, envelope. A problem with a
+// readable uid is answered as a denying AdmissionReview (the API server shows its message); without one, with an
+// HTTP error and a JSON Status. Nothing here throws out of a request.
+import https from "node:https";
+import type http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import type { LogicalClusterName } from "../api/types.ts";
+import { CertificateReloader, type TlsFiles } from "./certs.ts";
+import type { Decision } from "./decision.ts";
+import type { AdmissionHandler } from "./handler.ts";
+import type { WebhookMetrics } from "./metrics.ts";
+import { parseReview, reviewReply, statusBody } from "./review.ts";
+
+/** The API server's own limit for admission request bodies (3 MiB); a larger one is not a real review. */
+export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+
+const LOGICAL_CLUSTER_RE = /^[a-z0-9]([a-z0-9:-]*[a-z0-9])?$/;
+
+export interface WebhookServerOptions {
+  host?: string;
+  port: number;
+  tls: TlsFiles;
+  handler: AdmissionHandler;
+  logger: Logger;
+  metrics: WebhookMetrics;
+  maxBodyBytes?: number;
+  /** Time allowed to receive the headers, and the whole request, before the socket is dropped. */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  certPollMs?: number;
+}
+
+export interface WebhookServer {
+  readonly port: number;
+  /** Re-reads the certificate files now (also happens on file events and every poll); true when a new pair is served. */
+  reloadCertificate(): boolean;
+  close(): Promise<void>;
+}
+
+type Route = { ok: true; provider: LogicalClusterName | undefined } | { ok: false; code: number; message: string };
+
+/** `/validate` or `/validate/<logical cluster>`; anything else is not ours. */
+export function route(url: string): Route {
+  const path = url.split("?")[0] ?? "";
+  if (path === "/validate" || path === "/validate/") return { ok: true, provider: undefined };
+  const m = /^\/validate\/([^/]+)\/?$/.exec(path);
+  if (!m) return { ok: false, code: 404, message: `no handler for ${path}: use /validate/<provider logical cluster>` };
+  let cluster: string;
+  try {
+    cluster = decodeURIComponent(m[1] ?? "");
+  } catch {
+    cluster = m[1] ?? "";
+  }
+  if (!LOGICAL_CLUSTER_RE.test(cluster)) {
+    return { ok: false, code: 400, message: `${JSON.stringify(cluster)} in the URL is not a logical cluster name` };
+  }
+  return { ok: true, provider: cluster as LogicalClusterName };
+}
+
+const REASONS: Record<number, string> = {
+  400: "BadRequest",
+  404: "NotFound",
+  405: "MethodNotAllowed",
+  408: "Timeout",
+  413: "RequestEntityTooLarge",
+  415: "UnsupportedMediaType",
+  500: "InternalError",
+};
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
+}
+
+function sendStatus(res: http.ServerResponse, code: number, message: string): void {
+  sendJson(res, code, statusBody(code, REASONS[code] ?? "Unknown", message));
+}
+
+class BodyError extends Error {
+  readonly code: number;
+  constructor(code: number, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** Reads the body up to `limit` bytes; a larger one is refused as soon as it is seen (413). */
+async function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (declared > limit)
+    throw new BodyError(413, `request body of ${declared} bytes exceeds the limit of ${limit} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new BodyError(413, `request body exceeds the limit of ${limit} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export async function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
+  const limit = opts.maxBodyBytes ?? MAX_BODY_BYTES;
+  const log = opts.logger;
+  const certs = new CertificateReloader({
+    files: opts.tls,
+    logger: log,
+    onReload: (pair) => server.setSecureContext({ ...pair, minVersion: "TLSv1.2" }),
+    onResult: (result) => opts.metrics.certificateReloads.inc({ result }),
+    ...(opts.certPollMs !== undefined ? { pollMs: opts.certPollMs } : {}),
+  });
+
+  async function serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const r = route(req.url ?? "/");
+    if (!r.ok) return sendStatus(res, r.code, r.message);
+    if (req.method !== "POST") return sendStatus(res, 405, `method ${req.method} not allowed: POST an AdmissionReview`);
+    const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+    if (type !== "application/json") {
+      return sendStatus(res, 415, `content type ${JSON.stringify(type ?? "")} not supported: want application/json`);
+    }
+    let body: unknown;
+    try {
+      const raw = await readBody(req, limit);
+      if (raw.length === 0) return sendStatus(res, 400, "request body is empty: want an AdmissionReview");
+      body = JSON.parse(raw.toString("utf8"));
+    } catch (err) {
+      if (err instanceof BodyError) {
+        // Stop reading an oversize upload; the reply still goes out, then the connection closes.
+        res.setHeader("connection", "close");
+        sendStatus(res, err.code, err.message);
+        req.resume();
+        return;
+      }
+      return sendStatus(res, 400, `request body is not JSON: ${(err as Error).message}`);
+    }
+    const parsed = parseReview(body);
+    if (!parsed.ok) {
+      log.warn({ uid: parsed.uid, problem: parsed.message }, "malformed admission review");
+      opts.metrics.decisions.inc({ outcome: "errored", reason: "bad-request" });
+      if (parsed.uid === undefined) return sendStatus(res, 400, parsed.message);
+      const decision: Decision = {
+        allowed: false,
+        reason: "bad-request",
+        code: 400,
+        statusReason: "BadRequest",
+        message: parsed.message,
+      };
+      return sendJson(res, 200, reviewReply(parsed.uid, decision));
+    }
+    let decision: Decision;
+    try {
+      decision = await opts.handler(parsed.request, r.provider);
+    } catch (err) {
+      // The handler does not throw by design; if it does anyway, deny (fail closed) and say why.
+      log.error({ uid: parsed.request.uid, err: String(err) }, "admission handler failed");
+      decision = {
+        allowed: false,
+        reason: "internal-error",
+        code: 500,
+        statusReason: "InternalError",
+        message: `internal error: ${err instanceof Error ? err.message : String(err)}`,
+      };
+    }
+    sendJson(res, 200, reviewReply(parsed.request.uid, decision));
+  }
+
+  const pair = certs.pair();
+  const server = https.createServer(
+    {
+      ...pair,
+      minVersion: "TLSv1.2",
+      headersTimeout: opts.headersTimeoutMs ?? 10_000,
+      requestTimeout: opts.requestTimeoutMs ?? 30_000,
+    },
+    (req, res) => {
+      serve(req, res).catch((err: unknown) => {
+        // Unreachable by design; fail closed if it happens anyway.
+        log.error({ err: String(err) }, "unexpected error serving admission request");
+        sendStatus(res, 500, `internal error: ${String(err)}`);
+      });
+    },
+  );
+  server.on("tlsClientError", (err) => log.debug({ err: err.message }, "TLS handshake failed"));
+  server.on("clientError", (err, socket) => {
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
+    log.debug({ err: err.message }, "bad HTTP request");
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  server.on("error", (err) => log.error({ err: err.message }, "webhook server error"));
+  certs.start();
+  const port = (server.address() as AddressInfo).port;
+  log.info({ host: opts.host, port }, "webhook serving");
+
+  return {
+    port,
+    reloadCertificate: () => certs.check(),
+    close: () =>
+      new Promise<void>((resolve) => {
+        certs.stop();
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,179 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { parseFlags, run, USAGE, type RunningWebhook } from "../../src/cmd/webhook.ts";
+
+describe("parseFlags", () => {
+  const env = { KUBECONFIG: "/kc" };
+
+  it("has the original's defaults", () => {
+    assert.deepEqual(parseFlags([], env), {
+      kubeconfig: "/kc",
+      apiExportName: "dependencies.opendefense.cloud",
+      bindAddress: "0.0.0.0",
+      webhookPort: 9443,
+      tls: { certFile: "/etc/webhook-tls/tls.crt", keyFile: "/etc/webhook-tls/tls.key" },
+      healthProbeBindAddress: ":8081",
+      kcpBaseUrl: undefined,
+    });
+  });
+
+  it("takes explicit cert files over the cert dir, and --kubeconfig over $KUBECONFIG", () => {
+    const f = parseFlags(
+      [
+        "--kubeconfig",
+        "/x",
+        "--tls-cert-file",
+        "/c.pem",
+        "--tls-key-file",
+        "/k.pem",
+        "--kcp-base-url",
+        "https://p:6443/",
+      ],
+      env,
+    );
+    assert.ok(f !== "help");
+    assert.equal(f.kubeconfig, "/x");
+    assert.deepEqual(f.tls, { certFile: "/c.pem", keyFile: "/k.pem" });
+    assert.equal(f.kcpBaseUrl, "https://p:6443");
+  });
+
+  const bad: [string[], Record<string, string>, RegExp][] = [
+    [["--webhook-port", "x"], env, /^--webhook-port "x" is not a port number$/],
+    [["--tls-cert-file", "/c"], env, /^--tls-cert-file and --tls-key-file must be given together$/],
+    [["--bogus"], env, /Unknown option '--bogus'.*\(see --help\)$/],
+    [[], {}, /^no kubeconfig: set --kubeconfig or \$KUBECONFIG$/],
+    [["--kcp-base-url", "kcp:6443"], env, /is not an http\(s\) URL$/],
+    [["--health-probe-bind-address", "nope"], env, /^--health-probe-bind-address: invalid listen address/],
+  ];
+  for (const [argv, e, re] of bad) {
+    it(`rejects ${argv.join(" ") || "no kubeconfig"}`, () => {
+      assert.throws(() => parseFlags(argv, e), { name: "UsageError", message: re });
+    });
+  }
+});
+
+describe("run", () => {
+  let dir: string;
+  let kcp: http.Server;
+  let slices: unknown[] = [];
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "webhook-cmd-"));
+    execFileSync("openssl", [
+      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+      "-keyout", join(dir, "tls.key"), "-out", join(dir, "tls.crt"), "-days", "1", "-subj", "/CN=127.0.0.1",
+    ], { stdio: "ignore" }); // prettier-ignore
+    // A fake kcp: the dep-ctrl workspace's endpoint slices, and watches that stay open.
+    kcp = http.createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://x");
+      if (url.pathname !== "/clusters/root:dep-ctrl/apis/apis.kcp.io/v1alpha1/apiexportendpointslices") {
+        return res.writeHead(404).end("{}");
+      }
+      if (url.searchParams.get("watch") === "true") return res.writeHead(200).write("");
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ metadata: { resourceVersion: "1" }, items: slices }));
+    });
+    await new Promise<void>((r) => kcp.listen(0, "127.0.0.1", () => r()));
+    const port = (kcp.address() as AddressInfo).port;
+    const kubeconfig = (server: string) => `apiVersion: v1
+kind: Config
+clusters: [{name: kcp, cluster: {server: "${server}", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: kcp, user: u}}]
+current-context: c
+`;
+    writeFileSync(join(dir, "kubeconfig"), kubeconfig(`http://127.0.0.1:${port}/clusters/root:dep-ctrl`));
+    writeFileSync(join(dir, "no-workspace.kubeconfig"), kubeconfig(`http://127.0.0.1:${port}`));
+  });
+
+  after(async () => {
+    kcp.closeAllConnections();
+    await new Promise((r) => kcp.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function runOnce(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+    let out = "";
+    let err = "";
+    const code = await run(argv, {
+      env: {},
+      stdout: (l) => (out += l),
+      stderr: (l) => (err += l),
+      logger: silentLogger(),
+      shutdown: AbortSignal.abort(),
+    });
+    return { code, out, err };
+  }
+  const common = () => ["--tls-cert-dir", dir, "--webhook-port", "0", "--health-probe-bind-address", "127.0.0.1:0"];
+
+  it("--help prints usage and exits 0", async () => {
+    assert.deepEqual(await runOnce(["--help"]), { code: 0, out: USAGE, err: "" });
+  });
+
+  it("a missing certificate is one line and exit 1", async () => {
+    const r = await runOnce(["--kubeconfig", join(dir, "kubeconfig"), "--tls-cert-dir", "/nonexistent"]);
+    assert.deepEqual(r, {
+      code: 1,
+      out: "",
+      err: "dependency-webhook: TLS certificate file /nonexistent/tls.crt does not exist\n",
+    });
+  });
+
+  it("a missing kubeconfig is one line and exit 1", async () => {
+    const r = await runOnce(["--kubeconfig", join(dir, "nope"), ...common()]);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /^dependency-webhook: cannot load kubeconfig .*nope: .*\n$/);
+    assert.equal(r.err.split("\n").length, 2);
+  });
+
+  it("a kubeconfig without a workspace is one line and exit 1", async () => {
+    const r = await runOnce(["--kubeconfig", join(dir, "no-workspace.kubeconfig"), ...common()]);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /names no kcp workspace: it must end in \/clusters\/<workspace path>/);
+  });
+
+  it("no endpoint slice for the export is one line and exit 1", async () => {
+    slices = [];
+    const r = await runOnce(["--kubeconfig", join(dir, "kubeconfig"), ...common()]);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.err,
+      /^dependency-webhook: no APIExportEndpointSlice for APIExport "dependencies.opendefense.cloud"/,
+    );
+  });
+
+  it("starts, becomes ready with no endpoints yet, and stops on shutdown", async () => {
+    slices = [{ metadata: { name: "s" }, spec: { export: { name: "dependencies.opendefense.cloud" } } }];
+    const stop = new AbortController();
+    let running: RunningWebhook | undefined;
+    const done = run(["--kubeconfig", join(dir, "kubeconfig"), ...common()], {
+      env: {},
+      stderr: (l) => assert.fail(l),
+      logger: silentLogger(),
+      shutdown: stop.signal,
+      onStarted: (r) => (running = r),
+    });
+    const deadline = Date.now() + 5_000;
+    let ready = "";
+    while (Date.now() < deadline) {
+      if (running) {
+        const res = await fetch(`http://127.0.0.1:${running.healthPort}/readyz`);
+        ready = await res.text();
+        if (res.status === 200) break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(ready, "ok");
+    const metrics = await (await fetch(`http://127.0.0.1:${running!.healthPort}/metrics`)).text();
+    assert.match(metrics, /dependency_webhook_registry_rules 0/);
+    stop.abort();
+    assert.equal(await done, 0);
+  });
+});

@@ -1,0 +1,159 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts";
+import type { Resolution } from "../../src/kcp/workspaces.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { RuleSource, type RuleWatch } from "../../src/webhook/rules.ts";
+
+class FakeWatch implements RuleWatch {
+  synced = false;
+  rules: DependencyRule[] = [];
+  onChange: () => void = () => undefined;
+  start(): void {}
+  stop(): void {}
+  hasSynced(): boolean {
+    return this.synced;
+  }
+  list(): DependencyRule[] {
+    return this.rules;
+  }
+}
+
+const rule = (cluster: string, name: string, path = "root:network") =>
+  ({
+    metadata: { name, annotations: { "kcp.io/cluster": cluster } },
+    spec: {
+      dependent: { apiExportName: "c", group: "compute.io", version: "v1", kind: "VM", resource: "vms" },
+      dependencies: [
+        {
+          apiExportRef: { path, name: "n" },
+          group: "net.io",
+          version: "v1",
+          resource: "vpcs",
+          fieldRef: { path: ".spec.vpc" },
+        },
+      ],
+    },
+  }) as unknown as DependencyRule;
+
+const VPCS = { group: "net.io", resource: "vpcs" };
+
+function setup(resolve: (path: string) => Promise<Resolution>) {
+  const watch = new FakeWatch();
+  const source = new RuleSource({
+    watch: (onChange) => {
+      watch.onChange = onChange;
+      return watch;
+    },
+    resolver: { resolve },
+    logger: silentLogger(),
+    retryMs: 20,
+  });
+  return { watch, source };
+}
+
+const net1: Resolution = { ok: true, cluster: "net1" as LogicalClusterName };
+
+describe("RuleSource", () => {
+  it("is not ready until the watch synced and a registry was built from the full list", async () => {
+    const { watch, source } = setup(() => Promise.resolve(net1));
+    assert.equal(source.current(), undefined);
+    assert.match(source.notReadyReason() ?? "", /not yet synced/);
+    watch.onChange(); // a change before sync builds, but does not make it ready
+    await source.settled();
+    assert.equal(source.current(), undefined);
+
+    watch.rules = [rule("c1", "r1")];
+    watch.synced = true;
+    watch.onChange();
+    await source.settled();
+    assert.equal(source.notReadyReason(), undefined);
+    assert.deepEqual(
+      source
+        .current()
+        ?.find("net1" as LogicalClusterName, VPCS)
+        .entries.map((e) => e.rule),
+      ["c1/r1"],
+    );
+    source.stop();
+  });
+
+  it("is not ready again while a new endpoint is listing", async () => {
+    const { watch, source } = setup(() => Promise.resolve(net1));
+    watch.synced = true;
+    watch.onChange();
+    await source.settled();
+    assert.notEqual(source.current(), undefined);
+    watch.synced = false; // a new shard appeared
+    watch.onChange();
+    assert.equal(source.current(), undefined);
+    watch.synced = true;
+    watch.rules = [rule("c2", "on-new-shard")];
+    watch.onChange();
+    await source.settled();
+    assert.equal(source.current()?.find("net1" as LogicalClusterName, VPCS).entries.length, 1);
+    source.stop();
+  });
+
+  it("a sync that happened during a rebuild does not count until the next build", async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const { watch, source } = setup(async () => {
+      await gate;
+      return net1;
+    });
+    watch.rules = [rule("c1", "r1")];
+    watch.synced = true;
+    watch.onChange(); // build 1 starts, waits on the resolver
+    watch.synced = false;
+    watch.onChange(); // an endpoint was added during build 1
+    watch.synced = true;
+    release();
+    await source.settled(); // build 1 completes (not complete: epoch moved), build 2 runs
+    assert.notEqual(source.current(), undefined);
+    source.stop();
+  });
+
+  it("rules are updated level-triggered: removed rules disappear", async () => {
+    const { watch, source } = setup(() => Promise.resolve(net1));
+    watch.synced = true;
+    watch.rules = [rule("c1", "a"), rule("c1", "b")];
+    watch.onChange();
+    await source.settled();
+    assert.equal(source.current()?.ruleCount, 2);
+    watch.rules = [rule("c1", "b")];
+    watch.onChange();
+    await source.settled();
+    assert.deepEqual(
+      source
+        .current()
+        ?.find("net1" as LogicalClusterName, VPCS)
+        .entries.map((e) => e.rule),
+      ["c1/b"],
+    );
+    source.stop();
+  });
+
+  it("retries unresolved paths and stays fail-closed meanwhile", async () => {
+    let attempts = 0;
+    const { watch, source } = setup((path) => {
+      attempts++;
+      if (attempts < 3) return Promise.reject(new Error(`cannot reach kcp for ${path}`));
+      return Promise.resolve(net1);
+    });
+    watch.synced = true;
+    watch.rules = [rule("c1", "r1")];
+    watch.onChange();
+    await source.settled();
+    assert.deepEqual(source.current()?.find("net1" as LogicalClusterName, VPCS).unresolved, [
+      { rule: "c1/r1", path: "root:network", reason: "cannot reach kcp for root:network" },
+    ]);
+    const deadline = Date.now() + 2_000;
+    while (attempts < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await source.settled();
+    const match = source.current()?.find("net1" as LogicalClusterName, VPCS);
+    assert.deepEqual(match?.unresolved, []);
+    assert.equal(match?.entries.length, 1);
+    source.stop();
+  });
+});

@@ -1,0 +1,427 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import https from "node:https";
+import type { TLSSocket } from "node:tls";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { X509Certificate } from "node:crypto";
+import { pino } from "pino";
+import { Registry } from "prom-client";
+import type { DependencyRule } from "../../src/api/types.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { createAdmissionHandler, type AdmissionHandler } from "../../src/webhook/handler.ts";
+import type { DependentFinder } from "../../src/webhook/lookup.ts";
+import { matchingDependents } from "../../src/webhook/decision.ts";
+import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
+import { buildRegistry, type RuleRegistry } from "../../src/webhook/registry.ts";
+import { route, startWebhookServer, type WebhookServer } from "../../src/webhook/server.ts";
+
+/** A self-signed certificate for 127.0.0.1, made by the openssl CLI. */
+function makeCert(dir: string, cn: string): { cert: string; key: string } {
+  const cert = join(dir, `${cn}.crt`);
+  const key = join(dir, `${cn}.key`);
+  execFileSync("openssl", [
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+    "-keyout", key, "-out", cert, "-days", "1", "-subj", `/CN=${cn}`, "-addext", "subjectAltName=IP:127.0.0.1",
+  ], { stdio: "ignore" }); // prettier-ignore
+  return { cert: readFileSync(cert, "utf8"), key: readFileSync(key, "utf8") };
+}
+
+interface Reply {
+  status: number;
+  body: Record<string, unknown>;
+  fingerprint: string;
+}
+
+function post(port: number, ca: string[], path: string, body: string | Buffer, headers: Record<string, string> = {}) {
+  return new Promise<Reply>((resolve, reject) => {
+    const req = https.request(
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        method: headers["x-method"] ?? "POST",
+        ca,
+        agent: false,
+        headers: { "content-type": "application/json", ...headers },
+      },
+      (res) => {
+        const fingerprint = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown>, fingerprint });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+const rule = {
+  metadata: { name: "vm-needs-vpc", annotations: { "kcp.io/cluster": "rules1" } },
+  spec: {
+    dependent: {
+      apiExportName: "c",
+      group: "compute.example.io",
+      version: "v1",
+      kind: "VirtualMachine",
+      resource: "virtualmachines",
+    },
+    dependencies: [
+      {
+        apiExportRef: { path: "root:network", name: "network" },
+        group: "network.example.io",
+        version: "v1",
+        resource: "vpcs",
+        fieldRef: { path: ".spec.vpcRef.name" },
+      },
+    ],
+  },
+} as unknown as DependencyRule;
+
+function review(opts: { uid?: string; name?: string; oldObject?: unknown; apiVersion?: string; kind?: string } = {}) {
+  const name = opts.name ?? "my-vpc";
+  return {
+    apiVersion: opts.apiVersion ?? "admission.k8s.io/v1",
+    kind: opts.kind ?? "AdmissionReview",
+    request: {
+      uid: opts.uid ?? "uid-1",
+      kind: { group: "network.example.io", version: "v1", kind: "VPC" },
+      resource: { group: "network.example.io", version: "v1", resource: "vpcs" },
+      name,
+      operation: "DELETE",
+      userInfo: { username: "alice" },
+      oldObject:
+        "oldObject" in opts ? opts.oldObject : { metadata: { name, annotations: { "kcp.io/cluster": "consumer1" } } },
+      object: null,
+      dryRun: false,
+    },
+  };
+}
+const json = (v: unknown) => JSON.stringify(v);
+
+describe("webhook HTTPS server", () => {
+  let dir: string;
+  let ca: string[];
+  let server: WebhookServer;
+  let registry: RuleRegistry | undefined;
+  let throwFromHandler = false;
+  const metricsRegistry = new Registry();
+  const logLines: Record<string, unknown>[] = [];
+  const dependents = [{ metadata: { name: "my-vm", namespace: "default" }, spec: { vpcRef: { name: "my-vpc" } } }];
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "webhook-test-"));
+    const first = makeCert(dir, "first");
+    writeFileSync(join(dir, "tls.crt"), first.cert);
+    writeFileSync(join(dir, "tls.key"), first.key);
+    ca = [first.cert];
+    registry = buildRegistry([rule], new Map([["root:network", { ok: true, cluster: "net1" as never }]]));
+    const finder: DependentFinder = {
+      find: (lookup) => Promise.resolve({ dependents: matchingDependents(dependents, lookup), complete: true }),
+    };
+    const logger = pino(
+      { level: "info" },
+      { write: (line: string) => logLines.push(JSON.parse(line) as Record<string, unknown>) },
+    );
+    const metrics = createWebhookMetrics(metricsRegistry);
+    const real = createAdmissionHandler({ registry: () => registry, finder, logger, metrics });
+    const handler: AdmissionHandler = (req, provider) => {
+      if (throwFromHandler) throw new Error("boom");
+      return real(req, provider);
+    };
+    server = await startWebhookServer({
+      host: "127.0.0.1",
+      port: 0,
+      tls: { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") },
+      handler,
+      logger: silentLogger(),
+      metrics,
+      maxBodyBytes: 64 * 1024,
+      certPollMs: 100,
+    });
+  });
+
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const send = (path: string, body: string | Buffer, headers?: Record<string, string>) =>
+    post(server.port, ca, path, body, headers);
+
+  it("denies a referenced DELETE with 409 Conflict and the message, echoing the uid", async () => {
+    const r = await send("/validate/net1", json(review()));
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body, {
+      apiVersion: "admission.k8s.io/v1",
+      kind: "AdmissionReview",
+      response: {
+        uid: "uid-1",
+        allowed: false,
+        status: {
+          status: "Failure",
+          code: 409,
+          reason: "Conflict",
+          message: "cannot delete vpcs/my-vpc: still referenced by VirtualMachine/default/my-vm",
+        },
+      },
+    });
+    const line = logLines.find((l) => l["msg"] === "delete denied: still referenced");
+    assert.ok(line, "one structured log line per denial");
+    assert.equal(line["workspace"], "consumer1");
+    assert.equal(line["user"], "alice");
+    assert.deepEqual(line["blockers"], ["VirtualMachine/default/my-vm"]);
+  });
+
+  it("allows an unreferenced DELETE", async () => {
+    const r = await send("/validate/net1", json(review({ uid: "uid-2", name: "free" })));
+    assert.deepEqual(r.body["response"], { uid: "uid-2", allowed: true });
+  });
+
+  it("another provider's URL does not see this provider's rules", async () => {
+    const r = await send("/validate/net2", json(review({ uid: "uid-3" })));
+    assert.deepEqual(r.body["response"], { uid: "uid-3", allowed: true });
+  });
+
+  it("legacy /validate matches across providers", async () => {
+    const r = await send("/validate", json(review({ uid: "uid-4" })));
+    assert.equal((r.body["response"] as { allowed: boolean }).allowed, false);
+  });
+
+  const status = (code: number, reason: string, message: string) => ({
+    apiVersion: "v1",
+    kind: "Status",
+    metadata: {},
+    status: "Failure",
+    code,
+    reason,
+    message,
+  });
+  const denied400 = (uid: string, message: string) => ({
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    response: { uid, allowed: false, status: { status: "Failure", code: 400, reason: "BadRequest", message } },
+  });
+
+  const malformed: {
+    name: string;
+    path?: string;
+    body: string;
+    headers?: Record<string, string>;
+    status: number;
+    want: unknown;
+  }[] = [
+    {
+      name: "wrong content type",
+      body: json(review()),
+      headers: { "content-type": "text/plain" },
+      status: 415,
+      want: status(415, "UnsupportedMediaType", 'content type "text/plain" not supported: want application/json'),
+    },
+    {
+      name: "empty body",
+      body: "",
+      status: 400,
+      want: status(400, "BadRequest", "request body is empty: want an AdmissionReview"),
+    },
+    {
+      name: "a JSON array",
+      body: "[1,2]",
+      status: 400,
+      want: status(400, "BadRequest", "request body is not an AdmissionReview object"),
+    },
+    {
+      name: "wrong apiVersion, uid readable",
+      body: json(review({ uid: "u-v1beta1", apiVersion: "admission.k8s.io/v1beta1" })),
+      status: 200,
+      want: denied400(
+        "u-v1beta1",
+        'unsupported AdmissionReview apiVersion "admission.k8s.io/v1beta1": this webhook serves admission.k8s.io/v1 (set admissionReviewVersions: ["v1"])',
+      ),
+    },
+    {
+      name: "wrong kind, no uid",
+      body: json({ apiVersion: "admission.k8s.io/v1", kind: "Pod" }),
+      status: 400,
+      want: status(400, "BadRequest", 'unexpected kind "Pod": want AdmissionReview'),
+    },
+    {
+      name: "no request",
+      body: json({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" }),
+      status: 400,
+      want: status(400, "BadRequest", "AdmissionReview has no request"),
+    },
+    {
+      name: "no uid",
+      body: json({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { operation: "DELETE" } }),
+      status: 400,
+      want: status(400, "BadRequest", "AdmissionReview request has no uid"),
+    },
+    {
+      name: "DELETE without oldObject",
+      body: json(review({ uid: "u-noold", oldObject: null })),
+      status: 200,
+      want: denied400("u-noold", "DELETE request has no oldObject: cannot tell which object is being deleted"),
+    },
+    {
+      name: "unknown path",
+      path: "/mutate",
+      body: json(review()),
+      status: 404,
+      want: status(404, "NotFound", "no handler for /mutate: use /validate/<provider logical cluster>"),
+    },
+    {
+      name: "not a logical cluster in the path",
+      path: "/validate/Net%2F1",
+      body: json(review()),
+      status: 400,
+      want: status(400, "BadRequest", '"Net/1" in the URL is not a logical cluster name'),
+    },
+    {
+      name: "GET",
+      body: "",
+      headers: { "x-method": "GET" },
+      status: 405,
+      want: status(405, "MethodNotAllowed", "method GET not allowed: POST an AdmissionReview"),
+    },
+  ];
+  for (const c of malformed) {
+    it(`answers ${c.status} for ${c.name}`, async () => {
+      const r = await send(c.path ?? "/validate/net1", c.body, c.headers);
+      assert.equal(r.status, c.status);
+      assert.deepEqual(r.body, c.want);
+    });
+  }
+
+  it("answers 400 naming the JSON error for a body that is not JSON", async () => {
+    const r = await send("/validate/net1", "{not json");
+    assert.equal(r.status, 400);
+    assert.match(String(r.body["message"]), /^request body is not JSON: /);
+  });
+
+  it("answers 413 for a body over the limit (declared length)", async () => {
+    const r = await send("/validate/net1", Buffer.alloc(70 * 1024, " "));
+    assert.equal(r.status, 413);
+    assert.deepEqual(
+      r.body,
+      status(413, "RequestEntityTooLarge", "request body of 71680 bytes exceeds the limit of 65536 bytes"),
+    );
+  });
+
+  it("answers 413 for a chunked body over the limit", async () => {
+    const r = await new Promise<Reply>((resolve, reject) => {
+      const req = https.request(
+        { host: "127.0.0.1", port: server.port, path: "/validate/net1", method: "POST", ca, agent: false },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              body: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>,
+              fingerprint: "",
+            }),
+          );
+        },
+      );
+      req.setHeader("content-type", "application/json");
+      req.on("error", reject);
+      for (let i = 0; i < 10; i++) req.write(Buffer.alloc(8 * 1024, " "));
+      req.end();
+    });
+    assert.equal(r.status, 413);
+    assert.equal(r.body["message"], "request body exceeds the limit of 65536 bytes");
+  });
+
+  it("denies every DELETE with 503 while the registry is not synced", async () => {
+    const saved = registry;
+    registry = undefined;
+    try {
+      const r = await send("/validate/net1", json(review({ uid: "u-sync", name: "free" })));
+      assert.deepEqual(r.body["response"], {
+        uid: "u-sync",
+        allowed: false,
+        status: {
+          status: "Failure",
+          code: 503,
+          reason: "ServiceUnavailable",
+          message: "dependency webhook is starting: rule registry not yet synced, retry later",
+        },
+      });
+    } finally {
+      registry = saved;
+    }
+  });
+
+  it("turns an unexpected handler exception into a 500 denial carrying the uid", async () => {
+    throwFromHandler = true;
+    try {
+      const r = await send("/validate/net1", json(review({ uid: "u-boom" })));
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body["response"], {
+        uid: "u-boom",
+        allowed: false,
+        status: { status: "Failure", code: 500, reason: "InternalError", message: "internal error: boom" },
+      });
+    } finally {
+      throwFromHandler = false;
+    }
+  });
+
+  it("keeps serving after all of the above, and counted the decisions", async () => {
+    const r = await send("/validate/net1", json(review({ uid: "u-last" })));
+    assert.equal((r.body["response"] as { uid: string }).uid, "u-last");
+    const text = await metricsRegistry.metrics();
+    assert.match(text, /dependency_webhook_decisions_total\{outcome="denied",reason="referenced"\} 3/);
+    assert.match(text, /dependency_webhook_decisions_total\{outcome="errored",reason="bad-request"\} \d+/);
+    assert.match(text, /dependency_webhook_decisions_total\{outcome="errored",reason="not-synced"\} 1/);
+  });
+
+  it("serves a certificate rotated on disk without a restart, and refuses a broken one", async () => {
+    const firstFp = new X509Certificate(ca[0]!).fingerprint256;
+    assert.equal((await send("/validate/net1", json(review()))).fingerprint, firstFp);
+
+    const second = makeCert(dir, "second");
+    ca.push(second.cert);
+    // Replace both files atomically, as a Secret volume update would.
+    writeFileSync(join(dir, "new.key"), second.key);
+    writeFileSync(join(dir, "new.crt"), second.cert);
+    renameSync(join(dir, "new.key"), join(dir, "tls.key"));
+    renameSync(join(dir, "new.crt"), join(dir, "tls.crt"));
+    const secondFp = new X509Certificate(second.cert).fingerprint256;
+    const deadline = Date.now() + 5_000;
+    let fp = "";
+    while (Date.now() < deadline) {
+      fp = (await send("/validate/net1", json(review()))).fingerprint;
+      if (fp === secondFp) break;
+      await delay(50);
+    }
+    assert.equal(fp, secondFp, "new certificate served after the files changed");
+
+    // A mismatched pair (new cert, old key) is refused; the previous pair stays in service.
+    const third = makeCert(dir, "third");
+    writeFileSync(join(dir, "tls.crt"), third.cert);
+    assert.equal(server.reloadCertificate(), false);
+    assert.equal((await send("/validate/net1", json(review()))).fingerprint, secondFp);
+    writeFileSync(join(dir, "tls.crt"), second.cert);
+  });
+});
+
+describe("route", () => {
+  it("parses provider paths", () => {
+    assert.deepEqual(route("/validate/2x7k9abc?timeout=10s"), { ok: true, provider: "2x7k9abc" });
+    assert.deepEqual(route("/validate"), { ok: true, provider: undefined });
+    assert.deepEqual(route("/validate/%zz"), {
+      ok: false,
+      code: 400,
+      message: '"%zz" in the URL is not a logical cluster name',
+    });
+  });
+});
