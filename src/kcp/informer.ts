@@ -20,6 +20,8 @@ export interface InformerOptions {
   onChange: () => void;
   /** Server-side watch timeout; the watch is reopened from the last resourceVersion after it. */
   watchTimeoutSeconds?: number;
+  /** Extra query parameters for list and watch, e.g. `{ labelSelector: "a=b" }`. */
+  query?: Record<string, string>;
 }
 
 /** `<cluster>/<namespace>/<name>`: "/" occurs in none of the parts, so keys never collide. */
@@ -71,7 +73,10 @@ class EndpointStream<T extends KubeObject> {
 
   /** Replaces this endpoint's items with a fresh list; returns the list's resourceVersion. */
   private async relist(): Promise<string> {
-    const list = await this.client.listAll<T>(this.opts.path, { signal: this.abort.signal });
+    const list = await this.client.listAll<T>(this.opts.path, {
+      signal: this.abort.signal,
+      ...(this.opts.query ? { query: this.opts.query } : {}),
+    });
     this.items.clear();
     for (const item of list.items) this.items.set(objectKey(item), item);
     this.synced = true;
@@ -87,7 +92,12 @@ class EndpointStream<T extends KubeObject> {
       try {
         await this.client.watch<T>(
           this.opts.path,
-          { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: this.opts.watchTimeoutSeconds ?? 300 },
+          {
+            ...this.opts.query,
+            resourceVersion: rv,
+            allowWatchBookmarks: true,
+            timeoutSeconds: this.opts.watchTimeoutSeconds ?? 300,
+          },
           (ev) => {
             const next = this.apply(ev);
             if (next === EXPIRED) expired = true;
@@ -164,6 +174,13 @@ export class Informer<T extends KubeObject> {
   list(): T[] {
     const out: T[] = [];
     for (const s of this.streams.values()) out.push(...s.items.values());
+    return out;
+  }
+
+  /** Each object with the endpoint it came from: in multi-shard kcp that endpoint serves the object's workspace. */
+  listWithEndpoints(): { endpoint: string; object: T }[] {
+    const out: { endpoint: string; object: T }[] = [];
+    for (const [endpoint, s] of this.streams) for (const object of s.items.values()) out.push({ endpoint, object });
     return out;
   }
 

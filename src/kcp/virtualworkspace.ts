@@ -121,6 +121,11 @@ export class ExportWatch<T extends KubeObject> {
     return this.objects.list();
   }
 
+  /** Each object with the virtual workspace endpoint (shard) it was listed from. */
+  listWithEndpoints(): { endpoint: string; object: T }[] {
+    return this.objects.listWithEndpoints();
+  }
+
   /** A client for one logical cluster through the virtual workspace endpoint that serves it. */
   clientFor(endpointUrl: string, cluster: string): RestClient {
     return this.opts.exportWorkspace.withBase(`${endpointUrl}/clusters/${cluster}`);

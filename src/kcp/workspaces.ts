@@ -6,7 +6,11 @@ import { isApiError, type RestClient } from "./rest.ts";
 
 export const WORKSPACE_PATH_PATTERN = /^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$/;
 
-export type Resolution = { ok: true; cluster: LogicalClusterName } | { ok: false; reason: string };
+/**
+ * `transient` marks failures that say nothing about the workspace itself (no permission, network, server error):
+ * callers must not conclude the workspace is gone and, e.g., delete what they installed there.
+ */
+export type Resolution = { ok: true; cluster: LogicalClusterName } | { ok: false; reason: string; transient?: boolean };
 
 interface Workspace {
   metadata: { name: string; deletionTimestamp?: string };
@@ -57,9 +61,10 @@ export class WorkspaceResolver {
       if (isApiError(err, 403))
         return {
           ok: false,
+          transient: true,
           reason: `not allowed to read workspace ${path}: grant get on tenancy.kcp.io workspaces and the access verb in ${parent}`,
         };
-      return { ok: false, reason: `reading workspace ${path}: ${(err as Error).message}` };
+      return { ok: false, transient: true, reason: `reading workspace ${path}: ${(err as Error).message}` };
     }
     if (ws.metadata.deletionTimestamp) return { ok: false, reason: `workspace ${path} is being deleted` };
     const cluster = ws.spec?.cluster;
