@@ -1,0 +1,170 @@
+// Leader election through a coordination.k8s.io/v1 Lease in the dep-ctrl workspace, with client-go's algorithm:
+// a lease is free when its holder has not renewed it for leaseDuration as observed on OUR clock (no clock-skew
+// trust), writes use resourceVersion so two candidates cannot both win, and a leader that cannot renew within
+// renewDeadline (< leaseDuration) stops acting before anyone else may take over.
+import { setTimeout as delay } from "node:timers/promises";
+import type { Logger } from "pino";
+import { isApiError, type RestClient } from "../kcp/rest.ts";
+
+export interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; resourceVersion?: string };
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+}
+
+/** Storage of the one lease; `update` must fail with a 409 ApiError when the resourceVersion is stale. */
+export interface LeaseStore {
+  get(): Promise<Lease | undefined>;
+  create(lease: Lease): Promise<Lease>;
+  update(lease: Lease): Promise<Lease>;
+}
+
+export function restLeaseStore(workspace: RestClient, namespace: string, name: string): LeaseStore {
+  const collection = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+  return {
+    get: () => workspace.getOptional<Lease>(`${collection}/${name}`),
+    create: (lease) => workspace.request<Lease>("POST", collection, { body: lease }),
+    update: (lease) => workspace.request<Lease>("PUT", `${collection}/${name}`, { body: lease }),
+  };
+}
+
+export interface LeaderElectorOptions {
+  store: LeaseStore;
+  name: string;
+  namespace: string;
+  identity: string;
+  logger: Logger;
+  onStartedLeading: () => void;
+  onStoppedLeading: () => void;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  now?: () => number;
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** The API server's MicroTime wants exactly six fractional digits. */
+export function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
+export class LeaderElector {
+  private readonly o: Required<LeaderElectorOptions>;
+  private leading = false;
+  private lastRenew = -Infinity;
+  private observed: { key: string; at: number } | undefined;
+  private lease: Lease | undefined;
+
+  constructor(opts: LeaderElectorOptions) {
+    this.o = {
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      now: Date.now,
+      sleep: (ms, signal) => delay(ms, undefined, { signal }).catch(() => undefined),
+      ...opts,
+    };
+  }
+
+  /** True only while the lease is ours and was renewed within renewDeadline: checked before every write. */
+  isLeader(): boolean {
+    return this.leading && this.o.now() - this.lastRenew < this.o.renewDeadlineMs;
+  }
+
+  /** Campaigns, leads and campaigns again after losing the lease, until `signal` aborts; then releases the lease. */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const ok = await this.tryAcquireOrRenew();
+      if (ok && !this.leading) {
+        this.leading = true;
+        this.o.logger.info({ lease: this.leaseName(), identity: this.o.identity }, "became leader");
+        this.o.onStartedLeading();
+      } else if (!ok && this.leading && !this.isLeader()) {
+        this.stopLeading("could not renew the lease within the renew deadline");
+      }
+      await this.o.sleep(this.o.retryPeriodMs, signal);
+    }
+    if (this.leading) {
+      this.stopLeading("shutting down");
+      await this.release();
+    }
+  }
+
+  private leaseName(): string {
+    return `${this.o.namespace}/${this.o.name}`;
+  }
+
+  private stopLeading(why: string): void {
+    this.leading = false;
+    this.o.logger.warn({ lease: this.leaseName(), reason: why }, "stopped leading");
+    this.o.onStoppedLeading();
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const now = this.o.now();
+    const spec = {
+      holderIdentity: this.o.identity,
+      leaseDurationSeconds: Math.ceil(this.o.leaseDurationMs / 1000),
+      acquireTime: microTime(now),
+      renewTime: microTime(now),
+      leaseTransitions: 0,
+    };
+    try {
+      const current = await this.o.store.get();
+      if (!current) {
+        this.lease = await this.o.store.create({
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name: this.o.name, namespace: this.o.namespace },
+          spec,
+        });
+        this.lastRenew = now;
+        return true;
+      }
+      const cur = current.spec ?? {};
+      const holder = cur.holderIdentity ?? "";
+      // Note when the record last changed, by our clock; the holder's timestamps are never compared to our clock.
+      const key = `${holder}|${cur.renewTime ?? ""}`;
+      if (this.observed?.key !== key) this.observed = { key, at: now };
+      const durationMs = (cur.leaseDurationSeconds ?? 0) * 1000;
+      const mine = holder === this.o.identity;
+      if (!mine && holder !== "" && now < this.observed.at + durationMs) return false;
+      this.lease = await this.o.store.update({
+        ...current,
+        spec: {
+          ...spec,
+          acquireTime: mine && cur.acquireTime ? cur.acquireTime : spec.acquireTime,
+          leaseTransitions: (cur.leaseTransitions ?? 0) + (mine ? 0 : 1),
+        },
+      });
+      this.lastRenew = now;
+      return true;
+    } catch (err) {
+      if (!isApiError(err, 409))
+        this.o.logger.warn({ err: String(err), lease: this.leaseName() }, "lease request failed");
+      return false;
+    }
+  }
+
+  /** Gives the lease up so a standby replica takes over at once instead of after leaseDuration. */
+  private async release(): Promise<void> {
+    if (!this.lease) return;
+    const now = microTime(this.o.now());
+    try {
+      await this.o.store.update({
+        ...this.lease,
+        spec: { ...this.lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
+      });
+      this.o.logger.info({ lease: this.leaseName() }, "released the lease");
+    } catch (err) {
+      this.o.logger.warn({ err: String(err), lease: this.leaseName() }, "could not release the lease");
+    }
+  }
+}

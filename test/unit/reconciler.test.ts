@@ -1,0 +1,316 @@
+// The reconcile pass against an in-memory stand-in for the dep-ctrl virtual workspace (one or two shard endpoints):
+// what it writes, where, and what it leaves alone.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Registry } from "prom-client";
+import {
+  CLUSTER_ANNOTATION,
+  type LogicalClusterName,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+} from "../../src/api/types.ts";
+import type { ValidatingWebhookConfiguration } from "../../src/controller/desired.ts";
+import { createMetrics } from "../../src/controller/metrics.ts";
+import {
+  type ClusterClient,
+  Reconciler,
+  type ReconcilerDeps,
+  type RuleObject,
+  RULES_PATH,
+  VWC_PATH,
+} from "../../src/controller/reconciler.ts";
+import { ApiError, type RequestOptions } from "../../src/kcp/rest.ts";
+import type { Resolution } from "../../src/kcp/workspaces.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { type DepSpec, ruleObject } from "./helpers-rules.ts";
+
+const A = "https://shard-a/services/apiexport/dep/dependencies.opendefense.cloud";
+const B = "https://shard-b/services/apiexport/dep/dependencies.opendefense.cloud";
+const NET = "netcluster" as LogicalClusterName;
+const COMPUTE = "computecluster" as LogicalClusterName;
+
+/** Virtual workspace endpoints serving some logical clusters each; a cluster on another shard answers 403. */
+class FakeKcp {
+  readonly servedBy = new Map<string, string>([
+    [NET, A],
+    [COMPUTE, A],
+  ]);
+  readonly vwcs = new Map<string, ValidatingWebhookConfiguration>(); // "<cluster>/<name>"
+  readonly rules = new Map<string, RuleObject>(); // "<cluster>/<name>"
+  readonly writes: string[] = [];
+  failWrites = false;
+  private rv = 1;
+
+  addRule(obj: Record<string, unknown>): void {
+    const r = obj as unknown as RuleObject;
+    r.metadata.resourceVersion = String(this.rv++);
+    this.rules.set(`${r.metadata.annotations?.[CLUSTER_ANNOTATION]}/${r.metadata.name}`, r);
+  }
+
+  client(endpoint: string, cluster: string): ClusterClient {
+    return {
+      request: <T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> =>
+        Promise.resolve().then(() => this.handle(endpoint, cluster, method, path, opts) as T),
+    };
+  }
+
+  private handle(endpoint: string, cluster: string, method: string, path: string, opts: RequestOptions): unknown {
+    const fail = (status: number, reason: string): never => {
+      throw new ApiError(method, `${endpoint}/clusters/${cluster}${path}`, status, reason, reason);
+    };
+    if (this.servedBy.get(cluster) !== endpoint) fail(403, "Forbidden");
+    if (method !== "GET") this.writes.push(`${method} ${cluster}${path}`);
+    if (method !== "GET" && this.failWrites) fail(500, "InternalError");
+    if (path.startsWith(RULES_PATH)) {
+      const name = path.slice(RULES_PATH.length + 1).replace(/\/status$/, "");
+      const body = opts.body as RuleObject;
+      const cur = this.rules.get(`${cluster}/${name}`);
+      if (!cur) fail(404, "NotFound");
+      if (cur!.metadata.resourceVersion !== body.metadata.resourceVersion) fail(409, "Conflict");
+      const next = { ...cur!, status: body.status, metadata: { ...cur!.metadata, resourceVersion: String(this.rv++) } };
+      this.rules.set(`${cluster}/${name}`, next);
+      return next;
+    }
+    const name = path.slice(VWC_PATH.length + 1);
+    const key = (n: string): string => `${cluster}/${n}`;
+    if (method === "POST") {
+      const body = structuredClone(opts.body as ValidatingWebhookConfiguration);
+      if (this.vwcs.has(key(body.metadata.name))) fail(409, "AlreadyExists");
+      body.metadata = { ...body.metadata, uid: `uid-${this.rv}`, resourceVersion: String(this.rv++) };
+      body.metadata.annotations = { [CLUSTER_ANNOTATION]: cluster };
+      this.vwcs.set(key(body.metadata.name), body);
+      return body;
+    }
+    const cur = this.vwcs.get(key(name)) ?? fail(404, "NotFound");
+    if (method === "GET") return cur;
+    if (method === "PUT") {
+      const body = structuredClone(opts.body as ValidatingWebhookConfiguration);
+      if (body.metadata.resourceVersion !== cur.metadata.resourceVersion) fail(409, "Conflict");
+      body.metadata.resourceVersion = String(this.rv++);
+      this.vwcs.set(key(name), body);
+      return body;
+    }
+    if (method === "DELETE") {
+      const uid = (opts.body as { preconditions?: { uid?: string } }).preconditions?.uid;
+      if (uid && uid !== cur.metadata.uid) fail(409, "Conflict");
+      this.vwcs.delete(key(name));
+      return {};
+    }
+    return fail(405, "MethodNotAllowed");
+  }
+
+  /** Puts a configuration straight into a workspace (someone else's, or ours left from an earlier run). */
+  seedVwc(cluster: LogicalClusterName, name: string, ours: boolean): void {
+    this.vwcs.set(`${cluster}/${name}`, {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingWebhookConfiguration",
+      metadata: {
+        name,
+        uid: `uid-seed-${name}`,
+        resourceVersion: String(this.rv++),
+        annotations: { [CLUSTER_ANNOTATION]: cluster },
+        labels: ours ? { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } : {},
+      },
+      webhooks: [],
+    });
+  }
+}
+
+interface Setup {
+  kcp: FakeKcp;
+  reconciler: Reconciler;
+  resolutions: Map<string, Resolution>;
+  invalidated: string[];
+  deps: ReconcilerDeps;
+  state: { synced: boolean; leader: boolean; ca: string };
+}
+
+function setup(): Setup {
+  const kcp = new FakeKcp();
+  const resolutions = new Map<string, Resolution>([["root:network-provider", { ok: true, cluster: NET }]]);
+  const invalidated: string[] = [];
+  const state = { synced: true, leader: true, ca: "Q0Ex" };
+  const endpointOf = (cluster: string): string => kcp.servedBy.get(cluster) ?? A;
+  const deps: ReconcilerDeps = {
+    rules: {
+      listWithEndpoints: () =>
+        [...kcp.rules.values()].map((object) => ({
+          endpoint: endpointOf(object.metadata.annotations?.[CLUSTER_ANNOTATION] ?? ""),
+          object,
+        })),
+      hasSynced: () => state.synced,
+      endpoints: () => [B, A],
+    },
+    // The informer only lists configurations with our label (label selector), as the real one does.
+    configurations: {
+      listWithEndpoints: () =>
+        [...kcp.vwcs.values()]
+          .filter((o) => o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE)
+          .map((object) => ({ endpoint: endpointOf(object.metadata.annotations?.[CLUSTER_ANNOTATION] ?? ""), object })),
+      hasSynced: () => state.synced,
+    },
+    resolver: {
+      resolve: (p) => Promise.resolve(resolutions.get(p) ?? { ok: false, reason: `workspace ${p} not found` }),
+      invalidateCluster: (c) => invalidated.push(c),
+    },
+    clientFor: (endpoint, cluster) => kcp.client(endpoint, cluster),
+    webhookBaseUrl: "https://webhook:9443",
+    caBundle: () => state.ca,
+    mayWrite: () => state.leader,
+    exportName: "dependencies.opendefense.cloud",
+    logger: silentLogger(),
+    metrics: createMetrics(new Registry()),
+    now: () => new Date("2026-01-01T00:00:00.123Z"),
+  };
+  return { kcp, reconciler: new Reconciler(deps), resolutions, invalidated, deps, state };
+}
+
+const vmRule = (deps: DepSpec[] = [{ resource: "vpcs" }]): Record<string, unknown> =>
+  ruleObject(COMPUTE, "vm", { resource: "virtualmachines" }, deps);
+
+const ruleStatus = (kcp: FakeKcp, name = "vm"): Record<string, [string, string]> =>
+  Object.fromEntries(
+    (
+      (
+        kcp.rules.get(`${COMPUTE}/${name}`)?.status as {
+          conditions?: { type: string; status: string; reason: string }[];
+        }
+      )?.conditions ?? []
+    ).map((c) => [c.type, [c.status, c.reason]]),
+  );
+
+describe("Reconciler", () => {
+  it("installs the webhook configuration, writes status, and is idempotent", async () => {
+    const { kcp, reconciler } = setup();
+    kcp.addRule(vmRule());
+    await reconciler.reconcile();
+    const vwc = kcp.vwcs.get(`${NET}/dependency-controller`);
+    assert.equal(vwc?.webhooks?.[0]?.clientConfig.url, `https://webhook:9443/validate/${NET}`);
+    assert.equal(vwc?.webhooks?.[0]?.clientConfig.caBundle, "Q0Ex");
+    assert.deepEqual(ruleStatus(kcp).Ready, ["True", "Ready"]);
+    assert.equal((kcp.rules.get(`${COMPUTE}/vm`)?.status as { dependencyCount: number }).dependencyCount, 1);
+    const writes = kcp.writes.length;
+    assert.deepEqual(await reconciler.reconcile(), {});
+    assert.equal(kcp.writes.length, writes, `second pass wrote: ${kcp.writes.slice(writes).join(", ")}`);
+  });
+
+  it("does nothing until both informers have synced", async () => {
+    const { kcp, reconciler, state } = setup();
+    kcp.addRule(vmRule());
+    kcp.seedVwc("orphan" as LogicalClusterName, "dependency-controller", true);
+    state.synced = false;
+    assert.deepEqual(await reconciler.reconcile(), { requeueAfterMs: 1_000 });
+    assert.deepEqual(kcp.writes, []);
+  });
+
+  it("writes nothing without the leader lease", async () => {
+    const { kcp, reconciler, state } = setup();
+    kcp.addRule(vmRule());
+    state.leader = false;
+    await reconciler.reconcile();
+    assert.deepEqual(kcp.writes, []);
+  });
+
+  it("deletes an orphan of ours and leaves a configuration without our label alone", async () => {
+    const { kcp, reconciler } = setup();
+    kcp.servedBy.set("old", A);
+    kcp.servedBy.set("foreign", A);
+    kcp.seedVwc("old" as LogicalClusterName, "dependency-controller", true);
+    kcp.seedVwc("foreign" as LogicalClusterName, "dependency-controller", false);
+    await reconciler.reconcile();
+    assert.deepEqual([...kcp.vwcs.keys()], ["foreign/dependency-controller"]);
+    assert.deepEqual(kcp.writes, [
+      "DELETE old/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/dependency-controller",
+    ]);
+  });
+
+  it("defers deletions while a workspace path fails to resolve for a transient reason", async () => {
+    const { kcp, reconciler, resolutions } = setup();
+    kcp.addRule(vmRule());
+    await reconciler.reconcile();
+    resolutions.set("root:network-provider", { ok: false, transient: true, reason: "not allowed to read workspace" });
+    await reconciler.reconcile();
+    assert.ok(kcp.vwcs.has(`${NET}/dependency-controller`), "kept while the path cannot be resolved");
+    assert.deepEqual(ruleStatus(kcp).WorkspacesResolved, ["False", "ResolutionFailed"]);
+    // A definite answer (the workspace is gone) lets it go.
+    resolutions.delete("root:network-provider");
+    await reconciler.reconcile();
+    assert.equal(kcp.vwcs.has(`${NET}/dependency-controller`), false);
+  });
+
+  it("updates the existing configuration when the CA bundle rotates or a rule drops a dependency", async () => {
+    const { kcp, reconciler, state } = setup();
+    kcp.addRule(vmRule([{ resource: "vpcs" }, { resource: "subnets" }]));
+    await reconciler.reconcile();
+    state.ca = "bmV3";
+    kcp.addRule(vmRule([{ resource: "vpcs" }]));
+    await reconciler.reconcile();
+    const webhook = kcp.vwcs.get(`${NET}/dependency-controller`)?.webhooks?.[0];
+    assert.equal(webhook?.clientConfig.caBundle, "bmV3");
+    assert.deepEqual(
+      webhook?.rules?.map((r) => r.resources[0]),
+      ["vpcs"],
+    );
+  });
+
+  it("finds the shard endpoint serving a provider workspace by trying each, and remembers it", async () => {
+    const { kcp, reconciler } = setup();
+    kcp.servedBy.set(NET, B); // rules live on shard A, the provider on shard B
+    kcp.addRule(vmRule());
+    await reconciler.reconcile();
+    assert.ok(kcp.vwcs.has(`${NET}/dependency-controller`));
+    assert.deepEqual(ruleStatus(kcp).WebhooksInstalled, ["True", "Installed"]);
+  });
+
+  it("reports a failed install in status, drops the resolver cache for that cluster, and fails the pass", async () => {
+    const { kcp, reconciler, invalidated } = setup();
+    kcp.addRule(vmRule());
+    kcp.servedBy.delete(NET); // bound nowhere: every endpoint answers 403
+    await assert.rejects(reconciler.reconcile(), /webhook configuration writes failed in 1 workspace/);
+    assert.deepEqual(invalidated, [NET]);
+    const status = kcp.rules.get(`${COMPUTE}/vm`)?.status as { conditions: { type: string; message: string }[] };
+    assert.match(
+      status.conditions.find((c) => c.type === "WebhooksInstalled")!.message,
+      /^root:network-provider: 403 Forbidden \(the workspace must bind APIExport dependencies\.opendefense\.cloud/,
+    );
+  });
+
+  it("says so when a configuration with our name but without our label is in the way", async () => {
+    const { kcp, reconciler } = setup();
+    kcp.seedVwc(NET, "dependency-controller", false);
+    kcp.addRule(vmRule());
+    await assert.rejects(reconciler.reconcile());
+    assert.equal(kcp.vwcs.get(`${NET}/dependency-controller`)?.metadata.labels?.[MANAGED_BY_LABEL], undefined);
+    const status = kcp.rules.get(`${COMPUTE}/vm`)?.status as { conditions: { type: string; message: string }[] };
+    assert.match(
+      status.conditions.find((c) => c.type === "WebhooksInstalled")!.message,
+      /not managed by this controller/,
+    );
+  });
+
+  it("reports a dependency cycle between two rules in both rules' status", async () => {
+    const { kcp, reconciler, resolutions } = setup();
+    resolutions.set("root:compute-provider", { ok: true, cluster: COMPUTE });
+    kcp.addRule(vmRule());
+    kcp.addRule(
+      ruleObject(COMPUTE, "vpc", { group: "network.test.io", resource: "vpcs", kind: "VPC" }, [
+        { resource: "virtualmachines", group: "compute.test.io", path: "root:compute-provider" },
+      ]),
+    );
+    await reconciler.reconcile();
+    assert.deepEqual(ruleStatus(kcp, "vm").Acyclic, ["False", "CycleDetected"]);
+    assert.deepEqual(ruleStatus(kcp, "vpc").Acyclic, ["False", "CycleDetected"]);
+    // Protection stays installed on both sides.
+    assert.ok(kcp.vwcs.has(`${NET}/dependency-controller`) && kcp.vwcs.has(`${COMPUTE}/dependency-controller`));
+  });
+
+  it("writes a status it cannot improve only once", async () => {
+    const { kcp, reconciler } = setup();
+    kcp.addRule(vmRule([{ resource: "vpcs", path: "root:nowhere" }]));
+    await reconciler.reconcile();
+    const after = kcp.writes.length;
+    await reconciler.reconcile();
+    assert.equal(kcp.writes.length, after);
+    assert.deepEqual(ruleStatus(kcp).WorkspacesResolved, ["False", "ResolutionFailed"]);
+  });
+});
