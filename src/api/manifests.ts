@@ -30,7 +30,8 @@ function schemaSpec(): Manifest {
         name: VERSION,
         served: true,
         storage: true,
-        schema: { openAPIV3Schema: DEPENDENCY_RULE_SCHEMA },
+        // kcp takes the OpenAPI schema itself here, not a CRD-style { openAPIV3Schema } wrapper.
+        schema: DEPENDENCY_RULE_SCHEMA,
         subresources: { status: {} },
         additionalPrinterColumns: PRINTER_COLUMNS,
       },

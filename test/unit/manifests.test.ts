@@ -48,10 +48,16 @@ describe("generated manifests", () => {
     const reordered = Object.fromEntries(Object.entries(spec).reverse());
     assert.equal(schemaName(reordered), schemaName(spec));
     const changed = JSON.parse(JSON.stringify(spec)) as {
-      versions: { schema: { openAPIV3Schema: { description: string } } }[];
+      versions: { schema: { description: string } }[];
     };
-    changed.versions[0]!.schema.openAPIV3Schema.description += " ";
+    changed.versions[0]!.schema.description += " ";
     assert.notEqual(schemaName(changed), schemaName(spec));
+  });
+
+  it("puts the OpenAPI schema itself in versions[].schema (kcp has no openAPIV3Schema wrapper)", () => {
+    const v = (apiResourceSchema() as { spec: { versions: { schema: Record<string, unknown> }[] } }).spec.versions[0]!;
+    assert.equal(v.schema["type"], "object");
+    assert.deepEqual(v.schema["required"], ["spec"]);
   });
 
   it("serves one cluster-scoped version with the status subresource and printer columns", () => {
