@@ -3,4 +3,4 @@
 # VPC delete blocked and then allowed. Flags go to the demo (try --help).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-exec node src/cmd/demo.ts "$@"
+exec node hack/demo.ts "$@"

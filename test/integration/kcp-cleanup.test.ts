@@ -23,12 +23,14 @@ async function runFixture(
 ): Promise<{ code: number | null; output: string; pid: number; rootDir: string }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "harness-cleanup-"));
   const record = path.join(dir, "record.json");
+  // NODE_TEST_CONTEXT would make the nested runner talk to ours instead of running its file.
+  const { NODE_TEST_CONTEXT: _ignored, ...parentEnv } = process.env;
   const child = spawn(
     process.execPath,
     ["--test", "--test-reporter=tap", path.join(REPO_ROOT, "test/kcp/fixtures/failing-suite.ts")],
     {
       env: {
-        ...process.env,
+        ...parentEnv,
         KCP_BIN_DIR: kcpBinDir(),
         HARNESS_RECORD_FILE: record,
         ...(interrupt ? { HARNESS_WAIT_FOR_SIGNAL: "1" } : {}),

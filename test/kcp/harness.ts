@@ -63,6 +63,11 @@ export class Kcp {
     this.caPem = readFileSync(path.join(rootDir, "apiserver.crt"), "utf8");
   }
 
+  /** system:masters per shard; a single shard has one. */
+  get shardAdmins(): RestClient[] {
+    return [this.shardAdmin];
+  }
+
   /** kcp-admin client rooted at a workspace (`root:org`) or logical cluster. */
   ws(workspace: string): RestClient {
     return this.admin.forCluster(workspace);

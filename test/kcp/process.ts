@@ -18,6 +18,8 @@ function installExitHooks(): void {
   process.on("exit", killAll);
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     process.once(sig, () => {
+      // A program that handles the signal itself (the demo) cleans up in order; the exit hook still backs it up.
+      if (process.listenerCount(sig) > 0) return;
       killAll();
       process.exit(130);
     });

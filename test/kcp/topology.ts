@@ -1,0 +1,199 @@
+// The product's topology on a running kcp, set up the way the getting-started guide tells a user to: the dep-ctrl
+// workspace with the generated manifests and bootstrap RBAC, a network and a compute provider that bind the dep-ctrl
+// export, consumers that bind both providers, and the two binaries as separate processes with their own identities.
+// Shared by the end-to-end tests, the demo and the benchmarks.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import type { LogicalClusterName } from "../../src/api/types.ts";
+import type { RestClient } from "../../src/kcp/rest.ts";
+import { apply, createWorkspace, parseYaml, waitForBinding, type KObject } from "./api.ts";
+import { makeCerts, type CertFiles } from "./certs.ts";
+import { REPO_ROOT, type TokenUser } from "./harness.ts";
+import { ManagedProcess, freePort, waitFor } from "./process.ts";
+
+/** What the topology needs of a kcp: a single shard (Kcp) or the sharded setup (ShardedKcp). */
+export interface KcpEnv {
+  readonly rootDir: string;
+  readonly baseUrl: string;
+  readonly caPem: string;
+  readonly admin: RestClient;
+  readonly shardAdmins: RestClient[];
+  ws(workspace: string): RestClient;
+  kubeconfigFor(token: string, workspace: string, file?: string): string;
+}
+
+export const IDENTITIES = {
+  controller: { token: "dependency-controller-token", user: "kcp-dependency-controller" },
+  webhook: { token: "dependency-webhook-token", user: "kcp-dependency-webhook" },
+} as const satisfies Record<string, TokenUser>;
+
+export const TOKENS: TokenUser[] = [IDENTITIES.controller, IDENTITIES.webhook];
+
+export const PATHS = {
+  depCtrl: "root:dep-ctrl",
+  network: "root:network-provider",
+  compute: "root:compute-provider",
+  consumer1: "root:consumer1",
+  consumer2: "root:consumer2",
+} as const;
+
+export const EXPORT_NAME = "dependencies.opendefense.cloud";
+
+const file = (rel: string): string => readFileSync(path.join(REPO_ROOT, rel), "utf8");
+
+const RBAC_VARS = { CONTROLLER_USER: IDENTITIES.controller.user, WEBHOOK_USER: IDENTITIES.webhook.user };
+
+/** The provider-side APIBinding of the dep-ctrl export (claim accepted), pointed at `depCtrlPath`. */
+export function depCtrlBinding(depCtrlPath: string): KObject[] {
+  const docs = parseYaml(file("deploy/kcp/apibinding-provider.yaml"));
+  for (const d of docs) {
+    const spec = d["spec"] as { reference: { export: { path: string } } };
+    spec.reference.export.path = depCtrlPath;
+  }
+  return docs;
+}
+
+export interface Topology {
+  clusters: Record<keyof typeof PATHS, LogicalClusterName>;
+  vars: Record<string, string>;
+}
+
+export interface TopologyOptions {
+  /** Shard for consumer2 in a sharded setup (e.g. `shard-1`). */
+  consumer2Shard?: string;
+  log?: (line: string) => void;
+}
+
+export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Promise<Topology> {
+  const log = opts.log ?? ((): void => undefined);
+  const vars = {
+    DEP_CTRL_PATH: PATHS.depCtrl,
+    NETWORK_PROVIDER_PATH: PATHS.network,
+    COMPUTE_PROVIDER_PATH: PATHS.compute,
+  };
+  log(
+    "creating workspaces root:dep-ctrl, root:network-provider, root:compute-provider, root:consumer1, root:consumer2",
+  );
+  const clusters = {} as Record<keyof typeof PATHS, LogicalClusterName>;
+  for (const [key, p] of Object.entries(PATHS) as [keyof typeof PATHS, string][]) {
+    const shard = key === "consumer2" ? opts.consumer2Shard : undefined;
+    clusters[key] = await createWorkspace(env.admin, p, shard ? { shard } : {});
+  }
+
+  log("dep-ctrl: the DependencyRule APIResourceSchema and APIExport (deploy/kcp/), bootstrap RBAC (deploy/rbac/)");
+  await apply(env.ws(PATHS.depCtrl), file("deploy/kcp/apiresourceschema.yaml"));
+  await apply(env.ws(PATHS.depCtrl), file("deploy/kcp/apiexport.yaml"));
+  await apply(env.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), RBAC_VARS);
+  await apply(env.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS);
+  for (const shardAdmin of env.shardAdmins) {
+    await apply(shardAdmin.forCluster("system:admin"), file("deploy/rbac/system-admin.yaml"), RBAC_VARS);
+  }
+
+  log("providers: export their APIs and bind the dep-ctrl export, accepting its webhook-configuration claim");
+  await apply(env.ws(PATHS.network), file("test/fixtures/network-provider.yaml"));
+  await apply(env.ws(PATHS.compute), file("test/fixtures/compute-provider.yaml"));
+  for (const p of [PATHS.network, PATHS.compute]) {
+    await apply(env.ws(p), depCtrlBinding(PATHS.depCtrl));
+    await waitForBinding(env.ws(p), EXPORT_NAME);
+  }
+
+  log("consumers: bind the network and compute APIs");
+  for (const p of [PATHS.consumer1, PATHS.consumer2]) {
+    await apply(env.ws(p), file("test/fixtures/consumer-bindings.yaml"), vars);
+    await waitForBinding(env.ws(p), "network.test.io");
+    await waitForBinding(env.ws(p), "compute.test.io");
+  }
+  return { clusters, vars };
+}
+
+/** The DependencyRule of the fixtures: VMs depend on their VPC and subnet. */
+export function vmRule(vars: Record<string, string>): KObject[] {
+  return parseYaml(file("test/fixtures/dependencyrule-vm.yaml"), vars);
+}
+
+export interface BinaryProcess {
+  proc: ManagedProcess;
+  healthUrl: string;
+}
+
+/** The controller and the webhook as child processes, started from the same entry points a user runs. */
+export class Binaries {
+  readonly env: KcpEnv;
+  readonly certs: CertFiles;
+  webhookPort = 0;
+  webhook: BinaryProcess | undefined;
+  controller: BinaryProcess | undefined;
+
+  constructor(env: KcpEnv) {
+    this.env = env;
+    this.certs = makeCerts(path.join(env.rootDir, "webhook-tls"));
+  }
+
+  get webhookUrl(): string {
+    return `https://127.0.0.1:${this.webhookPort}`;
+  }
+
+  async startWebhook(opts: { waitReady?: boolean } = {}): Promise<BinaryProcess> {
+    if (!this.webhookPort) this.webhookPort = await freePort();
+    const health = await freePort();
+    const kubeconfig = this.env.kubeconfigFor(IDENTITIES.webhook.token, PATHS.depCtrl, "webhook.kubeconfig");
+    const proc = new ManagedProcess(
+      process.execPath,
+      [
+        path.join(REPO_ROOT, "src/cmd/webhook.ts"),
+        `--kubeconfig=${kubeconfig}`,
+        "--bind-address=127.0.0.1",
+        `--webhook-port=${this.webhookPort}`,
+        `--tls-cert-file=${this.certs.cert}`,
+        `--tls-key-file=${this.certs.key}`,
+        `--health-probe-bind-address=127.0.0.1:${health}`,
+      ],
+      path.join(this.env.rootDir, "webhook.log"),
+    );
+    this.webhook = { proc, healthUrl: `http://127.0.0.1:${health}` };
+    if (opts.waitReady !== false) await waitReady("webhook", this.webhook);
+    return this.webhook;
+  }
+
+  async startController(opts: { webhookUrl?: string; caFile?: string } = {}): Promise<BinaryProcess> {
+    const health = await freePort();
+    const kubeconfig = this.env.kubeconfigFor(IDENTITIES.controller.token, PATHS.depCtrl, "controller.kubeconfig");
+    const proc = new ManagedProcess(
+      process.execPath,
+      [
+        path.join(REPO_ROOT, "src/cmd/controller.ts"),
+        `--kubeconfig=${kubeconfig}`,
+        `--webhook-url=${opts.webhookUrl ?? this.webhookUrl}`,
+        `--webhook-ca-bundle-file=${opts.caFile ?? this.certs.caCert}`,
+        `--health-probe-bind-address=127.0.0.1:${health}`,
+      ],
+      path.join(this.env.rootDir, "controller.log"),
+    );
+    this.controller = { proc, healthUrl: `http://127.0.0.1:${health}` };
+    await waitReady("controller", this.controller);
+    return this.controller;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.controller?.proc.stop(), this.webhook?.proc.stop()]);
+  }
+
+  logTails(lines = 40): string {
+    return [
+      `--- controller log ---\n${this.controller?.proc.logTail(lines) ?? "(not started)"}`,
+      `--- webhook log ---\n${this.webhook?.proc.logTail(lines) ?? "(not started)"}`,
+    ].join("\n");
+  }
+}
+
+export async function waitReady(name: string, p: BinaryProcess, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    `${name} /readyz`,
+    async () => {
+      if (!p.proc.running) throw new Error(`${name} exited with code ${p.proc.exitCode}:\n${p.proc.logTail(20)}`);
+      const res = await fetch(`${p.healthUrl}/readyz`).catch(() => undefined);
+      return res?.status === 200 || undefined;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
+}
