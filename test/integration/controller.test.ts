@@ -1,0 +1,436 @@
+// The controller on a real kcp: the product topology (dep-ctrl, network and compute providers, consumers) with the
+// generated manifests and bootstrap RBAC, the controller's run() in-process under its own token identity, and
+// DependencyRules applied by a provider admin. Checks the webhook configurations it writes, the rule status, the
+// printer columns, and the schema's validation as kcp enforces it.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { apply, createWorkspace, type KObject, waitForBinding } from "../kcp/api.ts";
+import { makeCerts } from "../kcp/certs.ts";
+import { kcpSuite, REPO_ROOT } from "../kcp/harness.ts";
+import { waitFor } from "../kcp/process.ts";
+import { depCtrlBinding, IDENTITIES, PATHS, setupTopology, TOKENS, type Topology } from "../kcp/topology.ts";
+import { run } from "../../src/cmd/controller.ts";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../src/api/types.ts";
+import type { ValidatingWebhookConfiguration } from "../../src/controller/desired.ts";
+import { RULES_PATH, VWC_PATH } from "../../src/controller/reconciler.ts";
+import { isApiError, type RestClient } from "../../src/kcp/rest.ts";
+import { createLogger } from "../../src/observability/logger.ts";
+
+const env = kcpSuite({ tokens: TOKENS });
+const NESTED = "root:org:network";
+
+interface Dep {
+  path?: string;
+  group?: string;
+  resource: string;
+  field?: string;
+}
+
+function rule(
+  name: string,
+  deps: Dep[],
+  dependent = { group: "compute.test.io", kind: "VirtualMachine", resource: "virtualmachines" },
+): KObject {
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name },
+    spec: {
+      dependent: { apiExportName: dependent.group, version: "v1", ...dependent },
+      dependencies: deps.map((d) => ({
+        apiExportRef: { path: d.path ?? PATHS.network, name: d.group ?? "network.test.io" },
+        group: d.group ?? "network.test.io",
+        version: "v1",
+        resource: d.resource,
+        fieldRef: { path: d.field ?? `.spec.${d.resource.replace(/s$/, "")}Ref.name` },
+      })),
+    },
+  };
+}
+
+interface RuleWithStatus {
+  metadata: { generation?: number };
+  status?: {
+    observedGeneration?: number;
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+  };
+}
+
+describe("dependency controller on kcp", () => {
+  let topo: Topology;
+  let compute: RestClient;
+  let network: RestClient;
+  let nestedCluster = "";
+  const ca1 = (): string => readFileSync(path.join(env.kcp.rootDir, "ca-a/ca.crt"), "utf8");
+  const ca2 = (): string => readFileSync(path.join(env.kcp.rootDir, "ca-b/ca.crt"), "utf8");
+  const caFile = (): string => path.join(env.kcp.rootDir, "controller-ca.pem");
+  const b64 = (s: string): string => Buffer.from(s).toString("base64");
+  interface Running {
+    stop: () => Promise<number>;
+    errors: () => string;
+  }
+  let controller: Running | undefined;
+
+  async function startController(webhookUrl: string): Promise<Running> {
+    const ac = new AbortController();
+    let errors = "";
+    const kubeconfig = env.kcp.kubeconfigFor(IDENTITIES.controller.token, PATHS.depCtrl, "controller-it.kubeconfig");
+    const done = run(
+      [
+        `--kubeconfig=${kubeconfig}`,
+        `--webhook-url=${webhookUrl}`,
+        `--webhook-ca-bundle-file=${caFile()}`,
+        "--health-probe-bind-address=127.0.0.1:0",
+        "--resync-period=2s",
+      ],
+      { env: {}, signal: ac.signal, stderr: (s) => (errors += s), logger: createLogger("controller-it", "warn") },
+    );
+    void done.then((code) => {
+      if (code !== 0 && !ac.signal.aborted) errors += `controller exited with ${code}`;
+    });
+    controller = {
+      stop: async () => {
+        ac.abort();
+        return done;
+      },
+      errors: () => errors,
+    };
+    return controller;
+  }
+
+  async function vwc(ws: string): Promise<ValidatingWebhookConfiguration | undefined> {
+    return env.kcp.ws(ws).getOptional<ValidatingWebhookConfiguration>(`${VWC_PATH}/dependency-controller`);
+  }
+
+  const resources = (c: ValidatingWebhookConfiguration | undefined): string[] =>
+    (c?.webhooks?.[0]?.rules ?? []).map((r) => `${r.resources.join()}.${r.apiGroups.join()}/${r.apiVersions.join()}`);
+
+  /** Waits until the provider's configuration protects exactly `want` (undefined: no configuration at all). */
+  async function waitForProtection(
+    ws: string,
+    want: string[] | undefined,
+  ): Promise<ValidatingWebhookConfiguration | undefined> {
+    let last: ValidatingWebhookConfiguration | undefined;
+    try {
+      await waitFor(
+        `${ws} protects ${want ? want.join(",") : "nothing"}`,
+        async () => {
+          if (controller?.errors()) throw new Error(controller.errors());
+          last = await vwc(ws);
+          if (want === undefined) return last === undefined || undefined;
+          return (last && JSON.stringify(resources(last)) === JSON.stringify(want)) || undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 250 },
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; last seen: ${JSON.stringify(resources(last))}`);
+    }
+    return last;
+  }
+
+  async function conditions(ws: RestClient, name: string): Promise<Record<string, [string, string, string]>> {
+    const r = await ws.get<RuleWithStatus>(`${RULES_PATH}/${name}`);
+    return Object.fromEntries((r.status?.conditions ?? []).map((c) => [c.type, [c.status, c.reason, c.message]]));
+  }
+
+  async function waitForCondition(
+    ws: RestClient,
+    name: string,
+    type: string,
+    status: string,
+  ): Promise<[string, string, string]> {
+    return waitFor(`${name} ${type}=${status}`, async () => {
+      const c = (await conditions(ws, name))[type];
+      return c?.[0] === status ? c : undefined;
+    });
+  }
+
+  async function remove(ws: RestClient, name: string): Promise<void> {
+    await ws.request("DELETE", `${RULES_PATH}/${name}`).catch((err: unknown) => {
+      if (!isApiError(err, 404)) throw err;
+    });
+  }
+
+  before(async () => {
+    const { kcp } = env;
+    topo = await setupTopology(kcp);
+    compute = kcp.ws(PATHS.compute);
+    network = kcp.ws(PATHS.network);
+    // A provider below an organization: its path must be resolved through root:org.
+    nestedCluster = await createWorkspace(kcp.admin, NESTED);
+    const vars = { CONTROLLER_USER: IDENTITIES.controller.user, WEBHOOK_USER: IDENTITIES.webhook.user };
+    await apply(
+      kcp.ws("root:org"),
+      readFileSync(path.join(REPO_ROOT, "deploy/rbac/workspace-resolution.yaml"), "utf8"),
+      vars,
+    );
+    await apply(kcp.ws(NESTED), readFileSync(path.join(REPO_ROOT, "test/fixtures/network-provider.yaml"), "utf8"));
+    await apply(kcp.ws(NESTED), depCtrlBinding(PATHS.depCtrl));
+    await waitForBinding(kcp.ws(NESTED), "dependencies.opendefense.cloud");
+    makeCerts(path.join(kcp.rootDir, "ca-a"));
+    makeCerts(path.join(kcp.rootDir, "ca-b"));
+    copyFileSync(path.join(kcp.rootDir, "ca-a/ca.crt"), caFile());
+    await startController("https://127.0.0.1:9443");
+  });
+
+  after(async () => {
+    if (controller) assert.equal(await controller.stop(), 0);
+  });
+
+  it("a rule protecting vpcs of root:network-provider installs exactly one configuration there", async () => {
+    await apply(compute, [rule("vm-vpcs", [{ resource: "vpcs" }])]);
+    const c = await waitForProtection(PATHS.network, ["vpcs.network.test.io/v1"]);
+    const all = await network.get<{ items: ValidatingWebhookConfiguration[] }>(VWC_PATH);
+    assert.deepEqual(
+      all.items.map((i) => [i.metadata.name, i.metadata.labels?.[MANAGED_BY_LABEL]]),
+      [["dependency-controller", MANAGED_BY_VALUE]],
+    );
+    const webhook = c?.webhooks?.[0];
+    assert.equal(webhook?.name, "dependency-controller.dependencies.opendefense.cloud");
+    assert.equal(webhook?.clientConfig.url, `https://127.0.0.1:9443/validate/${topo.clusters.network}`);
+    assert.equal(webhook?.clientConfig.caBundle, b64(ca1()));
+    assert.deepEqual(
+      [
+        webhook?.failurePolicy,
+        webhook?.sideEffects,
+        webhook?.timeoutSeconds,
+        webhook?.matchPolicy,
+        webhook?.rules?.[0]?.operations,
+      ],
+      ["Fail", "None", 10, "Equivalent", ["DELETE"]],
+    );
+    assert.equal(await vwc(PATHS.compute), undefined, "nothing in the dependent's own workspace");
+    await waitForCondition(compute, "vm-vpcs", "Ready", "True");
+  });
+
+  it("a second rule protecting subnets merges into the same configuration", async () => {
+    await apply(compute, [rule("vm-subnets", [{ resource: "subnets" }])]);
+    await waitForProtection(PATHS.network, ["subnets.network.test.io/v1", "vpcs.network.test.io/v1"]);
+  });
+
+  it("kubectl get dependencyrules prints Dependent, Dependencies, Ready and Age", async () => {
+    await waitForCondition(compute, "vm-subnets", "Ready", "True");
+    const out = execFileSync(
+      "/usr/bin/kubectl",
+      [
+        `--kubeconfig=${env.kcp.adminKubeconfig}`,
+        "--context=base",
+        `--server=${env.kcp.baseUrl}/clusters/${PATHS.compute}`,
+        "get",
+        "dependencyrules",
+      ],
+      { encoding: "utf8" },
+    );
+    const lines = out
+      .trim()
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/));
+    assert.deepEqual(lines[0], ["NAME", "DEPENDENT", "DEPENDENCIES", "READY", "AGE"]);
+    assert.deepEqual(lines.find((l) => l[0] === "vm-vpcs")?.slice(0, 4), ["vm-vpcs", "VirtualMachine", "1", "True"]);
+  });
+
+  it("deleting one rule leaves the other's entry", async () => {
+    await remove(compute, "vm-vpcs");
+    await waitForProtection(PATHS.network, ["subnets.network.test.io/v1"]);
+  });
+
+  it("editing a rule to drop a dependency prunes it", async () => {
+    await apply(compute, [rule("vm-subnets", [{ resource: "subnets" }, { resource: "vpcs" }])]);
+    await waitForProtection(PATHS.network, ["subnets.network.test.io/v1", "vpcs.network.test.io/v1"]);
+    await apply(compute, [rule("vm-subnets", [{ resource: "subnets" }])]);
+    await waitForProtection(PATHS.network, ["subnets.network.test.io/v1"]);
+    const r = await compute.get<RuleWithStatus>(`${RULES_PATH}/vm-subnets`);
+    await waitFor("observedGeneration follows", async () => {
+      const now = await compute.get<RuleWithStatus>(`${RULES_PATH}/vm-subnets`);
+      return now.status?.observedGeneration === r.metadata.generation || undefined;
+    });
+  });
+
+  it("a provider at the nested path root:org:network gets its own configuration", async () => {
+    await apply(compute, [rule("vm-nested", [{ resource: "vpcs", path: NESTED }])]);
+    const c = await waitForProtection(NESTED, ["vpcs.network.test.io/v1"]);
+    assert.equal(c?.webhooks?.[0]?.clientConfig.url, `https://127.0.0.1:9443/validate/${nestedCluster}`);
+  });
+
+  it("a rotated CA file reaches existing configurations without a restart", async () => {
+    copyFileSync(path.join(env.kcp.rootDir, "ca-b/ca.crt"), caFile());
+    await waitFor("new caBundle everywhere", async () => {
+      const [a, b] = await Promise.all([vwc(PATHS.network), vwc(NESTED)]);
+      const want = b64(ca2());
+      return (
+        (a?.webhooks?.[0]?.clientConfig.caBundle === want && b?.webhooks?.[0]?.clientConfig.caBundle === want) ||
+        undefined
+      );
+    });
+  });
+
+  it("a changed webhook URL reaches existing configurations", async () => {
+    assert.equal(await controller!.stop(), 0);
+    await startController("https://webhook.example:8443/base");
+    await waitFor("new URL", async () => {
+      const c = await vwc(PATHS.network);
+      return (
+        c?.webhooks?.[0]?.clientConfig.url === `https://webhook.example:8443/base/validate/${topo.clusters.network}` ||
+        undefined
+      );
+    });
+  });
+
+  it("status names an unresolvable path, and a cycle between two providers' rules", async () => {
+    await apply(compute, [rule("vm-lost", [{ resource: "vpcs", path: "root:does-not-exist" }])]);
+    const resolved = await waitForCondition(compute, "vm-lost", "WorkspacesResolved", "False");
+    assert.deepEqual(resolved, [
+      "False",
+      "ResolutionFailed",
+      "root:does-not-exist: workspace root:does-not-exist not found",
+    ]);
+    assert.equal((await conditions(compute, "vm-lost"))["Ready"]?.[1], "ResolutionFailed");
+
+    await apply(network, [
+      rule(
+        "vpc-needs-vm",
+        [{ resource: "virtualmachines", group: "compute.test.io", path: PATHS.compute, field: ".spec.vmRef.name" }],
+        {
+          group: "network.test.io",
+          kind: "VPC",
+          resource: "vpcs",
+        },
+      ),
+    ]);
+    const cycle = await waitForCondition(network, "vpc-needs-vm", "Acyclic", "False");
+    assert.equal(cycle[1], "CycleDetected");
+    // vm-lost draws the same virtualmachines → vpcs edge (cycles are about resource types, resolved or not).
+    const ruleKeys = [
+      `${topo.clusters.compute}/vm-lost`,
+      `${topo.clusters.compute}/vm-nested`,
+      `${topo.clusters.network}/vpc-needs-vm`,
+    ].sort();
+    assert.ok(
+      cycle[2].startsWith(
+        "dependency cycle virtualmachines.compute.test.io → vpcs.network.test.io → virtualmachines.compute.test.io " +
+          `(rules ${ruleKeys.join(", ")})`,
+      ),
+      cycle[2],
+    );
+    assert.equal((await waitForCondition(compute, "vm-nested", "Acyclic", "False"))[1], "CycleDetected");
+    await remove(network, "vpc-needs-vm");
+    await remove(compute, "vm-lost");
+    await waitForCondition(compute, "vm-nested", "Acyclic", "True");
+    await waitForProtection(PATHS.compute, undefined);
+  });
+
+  it("never touches a configuration without its label", async () => {
+    await apply(network, [
+      {
+        apiVersion: "admissionregistration.k8s.io/v1",
+        kind: "ValidatingWebhookConfiguration",
+        metadata: { name: "someone-else" },
+        webhooks: [
+          {
+            name: "someone-else.example.com",
+            admissionReviewVersions: ["v1"],
+            sideEffects: "None",
+            failurePolicy: "Ignore",
+            clientConfig: { url: "https://127.0.0.1:1/x" },
+            rules: [
+              { operations: ["DELETE"], apiGroups: ["example.com"], apiVersions: ["v1"], resources: ["nothings"] },
+            ],
+          },
+        ],
+      },
+    ]);
+    const before = await network.get<ValidatingWebhookConfiguration>(`${VWC_PATH}/someone-else`);
+    await new Promise((r) => setTimeout(r, 5_000)); // two resync periods
+    const later = await network.get<ValidatingWebhookConfiguration>(`${VWC_PATH}/someone-else`);
+    assert.equal(later.metadata.resourceVersion, before.metadata.resourceVersion);
+  });
+
+  it("removes configurations orphaned while it was stopped after the next start", async () => {
+    assert.equal(await controller!.stop(), 0);
+    await remove(compute, "vm-subnets");
+    await remove(compute, "vm-nested");
+    await new Promise((r) => setTimeout(r, 2_000));
+    assert.ok(await vwc(PATHS.network), "nobody removes it while the controller is down");
+    await startController("https://127.0.0.1:9443");
+    await waitForProtection(PATHS.network, undefined);
+    await waitForProtection(NESTED, undefined);
+    assert.ok(await network.getOptional(`${VWC_PATH}/someone-else`), "the foreign configuration is still there");
+  });
+
+  it("a standby replica waits for the lease and takes over at once when the leader stops", async () => {
+    interface Lease {
+      spec?: { holderIdentity?: string };
+    }
+    const leasePath = "/apis/coordination.k8s.io/v1/namespaces/default/leases/kcp-dependency-controller";
+    const depCtrl = env.kcp.ws(PATHS.depCtrl);
+    const leader = controller!;
+    const holder = (await depCtrl.get<Lease>(leasePath)).spec?.holderIdentity;
+    assert.ok(holder, "the running controller holds the lease");
+    const standby = await startController("https://127.0.0.1:9443");
+    await new Promise((r) => setTimeout(r, 3_000));
+    assert.equal((await depCtrl.get<Lease>(leasePath)).spec?.holderIdentity, holder, "the standby did not take over");
+
+    assert.equal(await leader.stop(), 0);
+    const started = Date.now();
+    await waitFor("standby holds the lease", async () => {
+      const h = (await depCtrl.get<Lease>(leasePath)).spec?.holderIdentity;
+      return (h && h !== holder) || undefined;
+    });
+    assert.ok(Date.now() - started < 10_000, "released, not expired (lease duration is 15 s)");
+    await apply(compute, [rule("vm-after-failover", [{ resource: "subnets" }])]);
+    await waitForProtection(PATHS.network, ["subnets.network.test.io/v1"]);
+    await remove(compute, "vm-after-failover");
+    await waitForProtection(PATHS.network, undefined);
+    assert.equal(controller, standby);
+  });
+
+  describe("kcp refuses invalid rules with the schema's message", () => {
+    const refuse = async (obj: KObject, message: RegExp): Promise<void> => {
+      const err = await compute.request("POST", RULES_PATH, { body: obj }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.ok(isApiError(err, 422), `expected 422, got ${String(err)}`);
+      assert.match(err.message, message);
+    };
+    const broken = (mutate: (spec: Record<string, unknown>) => void, name: string): KObject => {
+      const r = rule(name, [{ resource: "vpcs" }]);
+      mutate(r["spec"] as Record<string, unknown>);
+      return r;
+    };
+    const dep0 = (spec: Record<string, unknown>): Record<string, unknown> =>
+      (spec["dependencies"] as Record<string, unknown>[])[0]!;
+
+    it("a bad workspace path", () =>
+      refuse(
+        broken((s) => ((dep0(s)["apiExportRef"] as Record<string, string>)["path"] = "Root:Net"), "bad-path"),
+        /spec\.dependencies\[0\]\.apiExportRef\.path: Invalid value: "Root:Net": spec\.dependencies\[0\]\.apiExportRef\.path in body should match '\^\[a-z\]\[a-z0-9-\]\*/,
+      ));
+    it("a bad version", () =>
+      refuse(
+        broken((s) => ((s["dependent"] as Record<string, string>)["version"] = "v1.0"), "bad-version"),
+        /spec\.dependent\.version: Invalid value: "v1\.0": spec\.dependent\.version in body should match/,
+      ));
+    it("a bad field path", () =>
+      refuse(
+        broken((s) => ((dep0(s)["fieldRef"] as Record<string, string>)["path"] = ".spec.nics[01].name"), "bad-field"),
+        /spec\.dependencies\[0\]\.fieldRef\.path: Invalid value: "\.spec\.nics\[01\]\.name"/,
+      ));
+    it("missing fields", () =>
+      refuse(
+        broken((s) => {
+          delete dep0(s)["fieldRef"];
+          delete (s["dependent"] as Record<string, string>)["resource"];
+        }, "missing"),
+        /(spec\.dependencies\[0\]\.fieldRef: Required value.*spec\.dependent\.resource: Required value|spec\.dependent\.resource: Required value.*spec\.dependencies\[0\]\.fieldRef: Required value)/,
+      ));
+    it("an empty dependencies list", () =>
+      refuse(
+        broken((s) => (s["dependencies"] = []), "empty"),
+        /spec\.dependencies: Invalid value: 0: spec\.dependencies in body should have at least 1 items/,
+      ));
+  });
+});
