@@ -46,6 +46,15 @@ export class LiveDependentFinder implements DependentFinder {
   }
 
   async find(lookup: Lookup, limit: number = MAX_LISTED_BLOCKERS, signal?: AbortSignal): Promise<FoundDependents> {
+    const found = await this.list(lookup, limit, signal);
+    if (!found.notBound || lookup.namespace === undefined) return found;
+    // A namespaced list 404s when the dependent type is cluster-scoped (a namespaced type answers an empty list even
+    // for a missing namespace). Such dependents can name the target too: list them cluster-wide, never skip them.
+    const { namespace: _ns, ...clusterWide } = lookup;
+    return this.list(clusterWide, limit, signal);
+  }
+
+  private async list(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FoundDependents> {
     const found: Dependent[] = [];
     let complete = true;
     try {

@@ -65,6 +65,10 @@ describe("LiveDependentFinder", () => {
           message: "the server could not find the requested resource",
         });
       }
+      if (url.pathname.endsWith("/clusterthings")) {
+        if (url.pathname.includes("/namespaces/")) return send(404, { kind: "Status", code: 404, reason: "NotFound" });
+        return send(200, { metadata: {}, items: [{ metadata: { name: "t1" }, spec: { vpcRef: { name: "my-vpc" } } }] });
+      }
       if (url.pathname.includes("/forbidden/")) {
         return send(403, { kind: "Status", code: 403, reason: "Forbidden", message: "access denied" });
       }
@@ -118,6 +122,26 @@ describe("LiveDependentFinder", () => {
     const finder = new LiveDependentFinder({ base });
     const found = await finder.find(lookup({ consumer: "notbound" as LogicalClusterName }), 10);
     assert.deepEqual(found, { dependents: [], complete: true, notBound: true });
+  });
+
+  it("lists a cluster-scoped dependent type cluster-wide when the namespaced list 404s", async () => {
+    requests.length = 0;
+    const finder = new LiveDependentFinder({ base });
+    const things = { group: "x.io", version: "v1", resource: "clusterthings", kind: "Thing" };
+    const found = await finder.find(lookup({ dependent: things, namespace: "default" }), 10);
+    assert.deepEqual(found, { dependents: [{ name: "t1" }], complete: true });
+    assert.deepEqual(requests, [
+      "/clusters/consumer1/apis/x.io/v1/namespaces/default/clusterthings?limit=500",
+      "/clusters/consumer1/apis/x.io/v1/clusterthings?limit=500",
+    ]);
+  });
+
+  it("a type not bound at all is still none after the cluster-wide retry", async () => {
+    requests.length = 0;
+    const finder = new LiveDependentFinder({ base });
+    const found = await finder.find(lookup({ consumer: "notbound" as LogicalClusterName, namespace: "default" }), 10);
+    assert.deepEqual(found, { dependents: [], complete: true, notBound: true });
+    assert.equal(requests.length, 2);
   });
 
   it("throws any other error with its reason", async () => {
