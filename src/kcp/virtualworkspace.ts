@@ -71,7 +71,8 @@ export class ExportWatch<T extends KubeObject> {
   private readonly slices: Informer<APIExportEndpointSlice>;
   private readonly objects: Informer<T>;
   private readonly opts: ExportWatchOptions;
-  private lastUrls = "";
+  /** Undefined until the slice's first list, so an export with no endpoints yet still reports "synced". */
+  private lastUrls: string | undefined;
 
   constructor(opts: ExportWatchOptions) {
     this.opts = opts;
