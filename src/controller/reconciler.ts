@@ -254,6 +254,10 @@ export class Reconciler {
         if (isApiError(err, 409)) return this.onConflict(action, client, log);
         // 403/404 may just mean this shard's endpoint does not serve the cluster: try the next one.
         if (!(isApiError(err, 403) || isApiError(err, 404))) break;
+        logger.debug(
+          { ...log, endpoint, status: err.status },
+          "endpoint does not serve this workspace; trying the next",
+        );
       }
     }
     this.endpointOf.delete(action.cluster);
