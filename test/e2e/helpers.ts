@@ -1,0 +1,152 @@
+// Small vocabulary for the end-to-end journeys: VPCs, subnets and VMs in consumer workspaces, and deletes whose
+// outcome is read the way a client sees it (status code and message from kcp).
+import assert from "node:assert/strict";
+import { after, afterEach, before } from "node:test";
+import { VWC_NAME } from "../../src/api/types.ts";
+import { ApiError, type RestClient } from "../../src/kcp/rest.ts";
+import { apply, type KObject } from "../kcp/api.ts";
+import { startKcp, type Kcp } from "../kcp/harness.ts";
+import { waitFor } from "../kcp/process.ts";
+import { Binaries, PATHS, TOKENS, setupTopology, vmRule, type KcpEnv, type Topology } from "../kcp/topology.ts";
+
+export const VPCS = "/apis/network.test.io/v1/namespaces/NS/vpcs";
+export const SUBNETS = "/apis/network.test.io/v1/namespaces/NS/subnets";
+export const VMS = "/apis/compute.test.io/v1/namespaces/NS/virtualmachines";
+export const VWC_PATH = `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${VWC_NAME}`;
+export const RULES = "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules";
+
+export const at = (collection: string, ns = "default"): string => collection.replace("NS", ns);
+
+export function vpc(name: string, ns = "default", annotations?: Record<string, string>): KObject {
+  return {
+    apiVersion: "network.test.io/v1",
+    kind: "VPC",
+    metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
+    spec: { cidr: "10.0.0.0/16" },
+  };
+}
+
+export function subnet(name: string, ns = "default"): KObject {
+  return { apiVersion: "network.test.io/v1", kind: "Subnet", metadata: { name, namespace: ns }, spec: {} };
+}
+
+export function vm(name: string, refs: { vpc?: string; subnet?: string }, ns = "default"): KObject {
+  return {
+    apiVersion: "compute.test.io/v1",
+    kind: "VirtualMachine",
+    metadata: { name, namespace: ns },
+    spec: {
+      cpu: 1,
+      ...(refs.vpc ? { vpcRef: { name: refs.vpc } } : {}),
+      ...(refs.subnet ? { subnetRef: { name: refs.subnet } } : {}),
+    },
+  };
+}
+
+export type DeleteOutcome = { allowed: true } | { allowed: false; status: number; message: string };
+
+/** DELETE as a client sends it; a refusal comes back as its status code and kcp's message. */
+export async function tryDelete(ws: RestClient, path: string, opts: { dryRun?: boolean } = {}): Promise<DeleteOutcome> {
+  try {
+    await ws.request("DELETE", path, opts.dryRun ? { query: { dryRun: "All" } } : {});
+    return { allowed: true };
+  } catch (err) {
+    if (err instanceof ApiError) return { allowed: false, status: err.status, message: err.message };
+    throw err;
+  }
+}
+
+export async function exists(ws: RestClient, path: string): Promise<boolean> {
+  return (await ws.getOptional(path)) !== undefined;
+}
+
+export function assertDenied(outcome: DeleteOutcome, pattern: RegExp): void {
+  assert.equal(outcome.allowed, false, `expected the delete to be denied (${String(pattern)})`);
+  if (!outcome.allowed) {
+    assert.equal(outcome.status, 409, outcome.message);
+    assert.match(outcome.message, pattern);
+  }
+}
+
+/** Waits until a dry-run delete of `path` is denied (protection active) or allowed (protection gone). */
+export async function waitForProtection(
+  ws: RestClient,
+  path: string,
+  protectedNow: boolean,
+  timeoutMs = 90_000,
+): Promise<void> {
+  await waitFor(
+    `${path} to be ${protectedNow ? "protected" : "unprotected"}`,
+    async () => {
+      const r = await tryDelete(ws, path, { dryRun: true });
+      return (protectedNow ? !r.allowed && r.status === 409 : r.allowed) || undefined;
+    },
+    { timeoutMs, intervalMs: 500 },
+  );
+}
+
+export async function waitForVwc(env: KcpEnv, present: boolean, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    `the webhook configuration in ${PATHS.network} to be ${present ? "installed" : "removed"}`,
+    async () => (await exists(env.ws(PATHS.network), VWC_PATH)) === present || undefined,
+    { timeoutMs },
+  );
+}
+
+export async function create(ws: RestClient, ...objects: KObject[]): Promise<void> {
+  await apply(ws, objects);
+}
+
+export interface E2E {
+  readonly kcp: Kcp;
+  readonly topo: Topology;
+  readonly bins: Binaries;
+}
+
+/**
+ * One kcp per e2e file with the whole topology, both binaries running as processes with their own identities, and
+ * the VM rule applied in the compute provider. Prints the binaries' and kcp's log tails when a test fails.
+ */
+export function e2eSuite(): E2E {
+  let state: E2E | undefined;
+  let failed = false;
+  before(async () => {
+    const kcp = await startKcp({ tokens: TOKENS });
+    try {
+      const topo = await setupTopology(kcp);
+      const bins = new Binaries(kcp);
+      state = { kcp, topo, bins };
+      await bins.startWebhook();
+      await bins.startController();
+      await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
+    } catch (err) {
+      if (!state) await kcp.stop();
+      throw err;
+    }
+  });
+  afterEach((t) => {
+    if ((t as { passed?: boolean }).passed === false) failed = true;
+  });
+  after(async () => {
+    if (!state) return;
+    if (failed) process.stderr.write(`\n${state.bins.logTails()}\n--- kcp log tail ---\n${state.kcp.logTail(30)}\n`);
+    await state.bins.stop();
+    await state.kcp.stop();
+  });
+  return {
+    get kcp(): Kcp {
+      return must(state).kcp;
+    },
+    get topo(): Topology {
+      return must(state).topo;
+    },
+    get bins(): Binaries {
+      return must(state).bins;
+    },
+  };
+}
+
+function must<T>(v: T | undefined): T {
+  if (v === undefined) throw new Error("the e2e environment did not start (see the before hook's error)");
+  return v;
+}

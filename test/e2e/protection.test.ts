@@ -1,0 +1,174 @@
+// The product's main journeys on a real kcp: the controller and the webhook run as separate processes with their own
+// identities and only the bootstrap RBAC from deploy/rbac/, and every delete goes through kcp's admission chain.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { test } from "node:test";
+import { apply } from "../kcp/api.ts";
+import { PATHS, vmRule } from "../kcp/topology.ts";
+import {
+  RULES,
+  VMS,
+  VPCS,
+  SUBNETS,
+  VWC_PATH,
+  assertDenied,
+  at,
+  create,
+  e2eSuite,
+  subnet,
+  tryDelete,
+  vm,
+  vpc,
+  waitForProtection,
+  waitForVwc,
+} from "./helpers.ts";
+
+const e2e = e2eSuite();
+const consumer1 = () => e2e.kcp.ws(PATHS.consumer1);
+const consumer2 = () => e2e.kcp.ws(PATHS.consumer2);
+
+interface Vwc {
+  metadata: { labels?: Record<string, string> };
+  webhooks: {
+    name: string;
+    clientConfig: { url: string; caBundle: string };
+    rules: { operations: string[]; apiGroups: string[]; resources: string[] }[];
+    failurePolicy: string;
+    sideEffects: string;
+  }[];
+}
+
+test("1. creating the rule installs the webhook configuration in network-provider", async () => {
+  await waitForVwc(e2e.kcp, true);
+  const vwc = await e2e.kcp.ws(PATHS.network).get<Vwc>(VWC_PATH);
+  assert.equal(vwc.webhooks.length, 1);
+  const [hook] = vwc.webhooks;
+  assert.equal(hook?.name, "dependency-controller.dependencies.opendefense.cloud");
+  assert.equal(hook?.clientConfig.url, `${e2e.bins.webhookUrl}/validate/${e2e.topo.clusters.network}`);
+  assert.equal(hook?.failurePolicy, "Fail");
+  assert.equal(hook?.sideEffects, "None");
+  const resources = hook?.rules.flatMap((r) => r.resources).sort();
+  assert.deepEqual(resources, ["subnets", "vpcs"]);
+  assert.ok(hook?.rules.every((r) => r.operations.join() === "DELETE"));
+});
+
+test("2. deleting a VPC referenced by a VM is denied and the message names the VM", async () => {
+  await create(consumer1(), vpc("my-vpc"), vm("my-vm", { vpc: "my-vpc" }));
+  await waitForProtection(consumer1(), `${at(VPCS)}/my-vpc`, true);
+  assertDenied(
+    await tryDelete(consumer1(), `${at(VPCS)}/my-vpc`),
+    /cannot delete vpcs\/my-vpc: still referenced by VirtualMachine\/my-vm$/,
+  );
+  // What a user sees with kubectl.
+  const kubeconfig = e2e.kcp.adminKubeconfig;
+  let stderr = "";
+  try {
+    execFileSync(
+      "kubectl",
+      [
+        `--kubeconfig=${kubeconfig}`,
+        `--server=${e2e.kcp.baseUrl}/clusters/${PATHS.consumer1}`,
+        "delete",
+        "vpc",
+        "my-vpc",
+      ],
+      { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
+    );
+  } catch (err) {
+    stderr = (err as { stderr: string }).stderr;
+  }
+  assert.equal(
+    stderr.trim(),
+    'Error from server (Conflict): admission webhook "dependency-controller.dependencies.opendefense.cloud" ' +
+      "denied the request: cannot delete vpcs/my-vpc: still referenced by VirtualMachine/my-vm",
+  );
+});
+
+test("3. with two VMs, deleting one still blocks; deleting both allows", async () => {
+  await create(consumer1(), vm("second-vm", { vpc: "my-vpc" }));
+  assertDenied(
+    await tryDelete(consumer1(), `${at(VPCS)}/my-vpc`),
+    /still referenced by VirtualMachine\/my-vm, VirtualMachine\/second-vm$/,
+  );
+  assert.deepEqual(await tryDelete(consumer1(), `${at(VMS)}/my-vm`), { allowed: true });
+  assertDenied(await tryDelete(consumer1(), `${at(VPCS)}/my-vpc`), /still referenced by VirtualMachine\/second-vm$/);
+  assert.deepEqual(await tryDelete(consumer1(), `${at(VMS)}/second-vm`), { allowed: true });
+  assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/my-vpc`), { allowed: true });
+});
+
+test("4. consumer2's same-named VPC with no VMs deletes freely", async () => {
+  await create(consumer1(), vpc("shared-name"), vm("c1-vm", { vpc: "shared-name" }));
+  await create(consumer2(), vpc("shared-name"));
+  assertDenied(await tryDelete(consumer1(), `${at(VPCS)}/shared-name`), /VirtualMachine\/c1-vm/);
+  assert.deepEqual(await tryDelete(consumer2(), `${at(VPCS)}/shared-name`), { allowed: true });
+});
+
+test("5. consumer2 with its own VM is blocked, then allowed after the VM goes", async () => {
+  await create(consumer2(), vpc("c2-vpc"), vm("c2-vm", { vpc: "c2-vpc" }));
+  assertDenied(
+    await tryDelete(consumer2(), `${at(VPCS)}/c2-vpc`),
+    /cannot delete vpcs\/c2-vpc: still referenced by VirtualMachine\/c2-vm$/,
+  );
+  assert.deepEqual(await tryDelete(consumer2(), `${at(VMS)}/c2-vm`), { allowed: true });
+  assert.deepEqual(await tryDelete(consumer2(), `${at(VPCS)}/c2-vpc`), { allowed: true });
+});
+
+test("6. the skip-protection annotation allows the delete", async () => {
+  await create(
+    consumer1(),
+    vpc("skip-vpc", "default", { "dependencies.opendefense.cloud/skip-protection": "true" }),
+    vm("skip-vm", { vpc: "skip-vpc" }),
+  );
+  assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/skip-vpc`), { allowed: true });
+});
+
+test("7. deleting the rule removes the webhook configuration and deletes are allowed; recreating restores protection", async () => {
+  await create(consumer1(), vpc("recreate-vpc"), vm("recreate-vm", { vpc: "recreate-vpc" }));
+  const path = `${at(VPCS)}/recreate-vpc`;
+  assertDenied(await tryDelete(consumer1(), path, { dryRun: true }), /VirtualMachine\/recreate-vm/);
+
+  await e2e.kcp.ws(PATHS.compute).request("DELETE", `${RULES}/vm-dependencies`);
+  await waitForVwc(e2e.kcp, false);
+  await waitForProtection(consumer1(), path, false);
+
+  await apply(e2e.kcp.ws(PATHS.compute), vmRule(e2e.topo.vars));
+  await waitForVwc(e2e.kcp, true);
+  await waitForProtection(consumer1(), path, true);
+  assertDenied(await tryDelete(consumer1(), path), /still referenced by VirtualMachine\/recreate-vm$/);
+});
+
+test("8. editing the rule in place (fieldRef.path) takes effect without recreating it", async () => {
+  await create(consumer1(), vpc("update-vpc"), vm("update-vm", { vpc: "update-vpc" }));
+  const path = `${at(VPCS)}/update-vpc`;
+  await waitForProtection(consumer1(), path, true);
+  const patch = (fieldPath: string) =>
+    e2e.kcp.ws(PATHS.compute).request("PATCH", `${RULES}/vm-dependencies`, {
+      contentType: "application/json-patch+json",
+      body: [{ op: "replace", path: "/spec/dependencies/0/fieldRef/path", value: fieldPath }],
+    });
+  await patch(".spec.notarealfield");
+  await waitForProtection(consumer1(), path, false);
+  await patch(".spec.vpcRef.name");
+  await waitForProtection(consumer1(), path, true);
+});
+
+test("9. a VM that references both a VPC and a subnet blocks each", async () => {
+  await create(
+    consumer1(),
+    vpc("both-vpc"),
+    subnet("both-subnet"),
+    vm("both-vm", { vpc: "both-vpc", subnet: "both-subnet" }),
+  );
+  await waitForProtection(consumer1(), `${at(SUBNETS)}/both-subnet`, true);
+  assertDenied(
+    await tryDelete(consumer1(), `${at(VPCS)}/both-vpc`),
+    /cannot delete vpcs\/both-vpc: still referenced by VirtualMachine\/both-vm$/,
+  );
+  assertDenied(
+    await tryDelete(consumer1(), `${at(SUBNETS)}/both-subnet`),
+    /cannot delete subnets\/both-subnet: still referenced by VirtualMachine\/both-vm$/,
+  );
+  assert.deepEqual(await tryDelete(consumer1(), `${at(VMS)}/both-vm`), { allowed: true });
+  assert.deepEqual(await tryDelete(consumer1(), `${at(SUBNETS)}/both-subnet`), { allowed: true });
+  assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/both-vpc`), { allowed: true });
+});
