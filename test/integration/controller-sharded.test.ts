@@ -9,6 +9,7 @@ import { apply, createWorkspace, waitForBinding } from "../kcp/api.ts";
 import { REPO_ROOT } from "../kcp/harness.ts";
 import { waitFor } from "../kcp/process.ts";
 import { shardedKcpSuite } from "../kcp/sharded.ts";
+import { rule } from "./controller-fixtures.ts";
 import { depCtrlBinding, EXPORT_NAME, IDENTITIES, PATHS, setupTopology, TOKENS } from "../kcp/topology.ts";
 import { run } from "../../src/cmd/controller.ts";
 import type { ValidatingWebhookConfiguration } from "../../src/controller/desired.ts";
@@ -18,32 +19,6 @@ import { createLogger } from "../../src/observability/logger.ts";
 
 const env = shardedKcpSuite({ tokens: TOKENS });
 const FAR = { root: "root:net-on-root", "shard-1": "root:net-on-shard-1" } as const;
-
-function rule(name: string, providerPath: string) {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent: {
-        apiExportName: "compute.test.io",
-        group: "compute.test.io",
-        version: "v1",
-        kind: "VirtualMachine",
-        resource: "virtualmachines",
-      },
-      dependencies: [
-        {
-          apiExportRef: { path: providerPath, name: "network.test.io" },
-          group: "network.test.io",
-          version: "v1",
-          resource: "vpcs",
-          fieldRef: { path: ".spec.vpcRef.name" },
-        },
-      ],
-    },
-  };
-}
 
 describe("dependency controller on a two-shard kcp", () => {
   const stop = new AbortController();
@@ -95,7 +70,8 @@ describe("dependency controller on a two-shard kcp", () => {
     env.kcp.ws(p).getOptional<ValidatingWebhookConfiguration>(`${VWC_PATH}/dependency-controller`);
 
   it("installs the webhook configuration in a provider on each shard", async () => {
-    for (const p of Object.values(FAR)) await apply(env.kcp.ws(PATHS.compute), [rule(`vm-${p.split(":")[1]}`, p)]);
+    for (const p of Object.values(FAR))
+      await apply(env.kcp.ws(PATHS.compute), [rule(`vm-${p.split(":")[1]}`, [{ resource: "vpcs", path: p }])]);
     for (const p of Object.values(FAR)) {
       const c = await waitFor(`${p} has its configuration`, async () => {
         if (errors) throw new Error(errors);

@@ -8,6 +8,7 @@ import { copyFileSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { apply, createWorkspace, type KObject, waitForBinding } from "../kcp/api.ts";
+import { rule, type RuleWithStatus } from "./controller-fixtures.ts";
 import { makeCerts } from "../kcp/certs.ts";
 import { kcpSuite, REPO_ROOT } from "../kcp/harness.ts";
 import { waitFor } from "../kcp/process.ts";
@@ -21,43 +22,6 @@ import { createLogger } from "../../src/observability/logger.ts";
 
 const env = kcpSuite({ tokens: TOKENS });
 const NESTED = "root:org:network";
-
-interface Dep {
-  path?: string;
-  group?: string;
-  resource: string;
-  field?: string;
-}
-
-function rule(
-  name: string,
-  deps: Dep[],
-  dependent = { group: "compute.test.io", kind: "VirtualMachine", resource: "virtualmachines" },
-): KObject {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent: { apiExportName: dependent.group, version: "v1", ...dependent },
-      dependencies: deps.map((d) => ({
-        apiExportRef: { path: d.path ?? PATHS.network, name: d.group ?? "network.test.io" },
-        group: d.group ?? "network.test.io",
-        version: "v1",
-        resource: d.resource,
-        fieldRef: { path: d.field ?? `.spec.${d.resource.replace(/s$/, "")}Ref.name` },
-      })),
-    },
-  };
-}
-
-interface RuleWithStatus {
-  metadata: { generation?: number };
-  status?: {
-    observedGeneration?: number;
-    conditions?: { type: string; status: string; reason: string; message: string }[];
-  };
-}
 
 describe("dependency controller on kcp", () => {
   let topo: Topology;
