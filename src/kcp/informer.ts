@@ -59,8 +59,10 @@ class EndpointStream<T extends KubeObject> {
     while (!this.abort.signal.aborted) {
       try {
         const rv = await this.relist();
-        failures = 0;
         await this.watchFrom(rv);
+        // Only a watch that ended normally resets the backoff: a list that works followed by a watch that is refused
+        // (e.g. 403) must not become a tight relist loop.
+        failures = 0;
       } catch (err) {
         if (this.abort.signal.aborted) return;
         failures++;

@@ -25,9 +25,11 @@ export interface KcpEnv {
 export const IDENTITIES = {
   controller: { token: "dependency-controller-token", user: "kcp-dependency-controller" },
   webhook: { token: "dependency-webhook-token", user: "kcp-dependency-webhook" },
+  /** A second webhook identity with no rights until a test grants them (to hold a webhook in its starting phase). */
+  standbyWebhook: { token: "standby-webhook-token", user: "kcp-dependency-webhook-standby" },
 } as const satisfies Record<string, TokenUser>;
 
-export const TOKENS: TokenUser[] = [IDENTITIES.controller, IDENTITIES.webhook];
+export const TOKENS: TokenUser[] = Object.values(IDENTITIES);
 
 export const PATHS = {
   depCtrl: "root:dep-ctrl",
@@ -41,7 +43,7 @@ export const EXPORT_NAME = "dependencies.opendefense.cloud";
 
 const file = (rel: string): string => readFileSync(path.join(REPO_ROOT, rel), "utf8");
 
-const RBAC_VARS = { CONTROLLER_USER: IDENTITIES.controller.user, WEBHOOK_USER: IDENTITIES.webhook.user };
+export const RBAC_VARS = { CONTROLLER_USER: IDENTITIES.controller.user, WEBHOOK_USER: IDENTITIES.webhook.user };
 
 /** The provider-side APIBinding of the dep-ctrl export (claim accepted), pointed at `depCtrlPath`. */
 export function depCtrlBinding(depCtrlPath: string): KObject[] {
@@ -133,10 +135,11 @@ export class Binaries {
     return `https://127.0.0.1:${this.webhookPort}`;
   }
 
-  async startWebhook(opts: { waitReady?: boolean } = {}): Promise<BinaryProcess> {
+  async startWebhook(opts: { waitReady?: boolean; identity?: TokenUser } = {}): Promise<BinaryProcess> {
     if (!this.webhookPort) this.webhookPort = await freePort();
     const health = await freePort();
-    const kubeconfig = this.env.kubeconfigFor(IDENTITIES.webhook.token, PATHS.depCtrl, "webhook.kubeconfig");
+    const token = (opts.identity ?? IDENTITIES.webhook).token;
+    const kubeconfig = this.env.kubeconfigFor(token, PATHS.depCtrl, `webhook-${token}.kubeconfig`);
     const proc = new ManagedProcess(
       process.execPath,
       [
