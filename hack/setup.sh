@@ -2,7 +2,8 @@
 # Sourced by the README's commands: brings everything a fresh machine needs, and nothing twice.
 #   - npm packages (including the pinned Node 24 from the npm registry's `node` package) when the lockfile changed
 #   - kcp v0.30.0's binaries, built from Go modules (hack/kcp/build.sh; cached after the first build)
-# Exports PATH with node_modules/.bin first (so `node` is Node 24) and KCP_BIN_DIR.
+#   - helm v3.19.0, built from Go modules (hack/helm/build.sh; cached after the first build), for the chart checks
+# Exports PATH with node_modules/.bin first (so `node` is Node 24), KCP_BIN_DIR and HELM_BIN.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -26,3 +27,6 @@ esac
 
 KCP_BIN_DIR="$(bash hack/kcp/build.sh | tail -1)"
 export KCP_BIN_DIR
+
+HELM_BIN="$(bash hack/helm/build.sh | tail -1)"
+export HELM_BIN
