@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# One image, two commands. The compiled JavaScript runs on the official slim Node 24 image, as a non-root user, and
+# writes nothing to its filesystem, so it runs with a read-only root filesystem.
+#
+# Commands (the Helm chart in deploy/chart/ runs exactly these; both take --help):
+#   node /app/dist/cmd/controller.js   the controller (the default command)
+#   node /app/dist/cmd/webhook.js      the admission webhook
+#
+#   docker build -t kcp-dependency-controller:0.1.0 .
+#   docker run --rm kcp-dependency-controller:0.1.0 --help
+#   docker run --rm --entrypoint node kcp-dependency-controller:0.1.0 /app/dist/cmd/webhook.js --help
+#
+# NODE_VERSION follows the `node` devDependency in package.json (the Node the tests run on).
+ARG NODE_VERSION=24.21.0
+
+# Compile src/ to dist/ (tsconfig.build.json). --ignore-scripts: the only install script is the `node` devDependency's
+# download of a second Node binary, which the image does not need; tsc runs on the image's own node.
+FROM node:${NODE_VERSION}-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
+
+# Runtime dependencies only.
+FROM node:${NODE_VERSION}-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts --omit=dev && npm cache clean --force
+
+FROM node:${NODE_VERSION}-slim
+ENV NODE_ENV=production
+WORKDIR /app
+# package.json carries "type": "module", which makes Node load dist/**/*.js as ES modules.
+COPY --from=deps /app/package.json ./package.json
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+# The base image's unprivileged `node` user, by number so that Kubernetes' runAsNonRoot can verify it.
+USER 1000:1000
+EXPOSE 9443 8081
+ENTRYPOINT ["node", "--enable-source-maps", "/app/dist/cmd/controller.js"]
