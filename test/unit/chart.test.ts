@@ -1,0 +1,542 @@
+// The Helm chart (deploy/chart): `helm lint`, and `helm template` in three configurations (default values; several
+// replicas with a cert-manager ClusterIssuer; an existing TLS Secret). Every rendered object is validated offline
+// against the Kubernetes, cert-manager and prometheus-operator schemas (kubernetes-models), the objects are checked
+// to fit together (selectors, named ports, probe ports, Secrets, certificate names), the binaries' own flag parsers
+// accept the rendered arguments, and wrong values fail with the message that says what to change.
+// helm is hack/helm/build.sh's (built once from Go modules and cached; HELM_BIN to use another).
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import * as core from "kubernetes-models/v1";
+import * as apps from "kubernetes-models/apps/v1";
+import * as policy from "kubernetes-models/policy/v1";
+import * as certManager from "@kubernetes-models/cert-manager/cert-manager.io/v1";
+import * as monitoring from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
+import type { IDeployment } from "kubernetes-models/apps/v1";
+import type { IPodSpec, IPodTemplateSpec, ISecret, IService } from "kubernetes-models/v1";
+import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1";
+import type { ICertificate, IIssuer } from "@kubernetes-models/cert-manager/cert-manager.io/v1";
+import type { IServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
+import { parseAllDocuments, parse as parseYaml } from "yaml";
+import { parseConfig } from "../../src/cmd/controller.ts";
+import { parseFlags } from "../../src/cmd/webhook.ts";
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const CHART = path.join(REPO, "deploy/chart");
+const tmp = mkdtempSync(path.join(os.tmpdir(), "chart-test-"));
+
+/** A rendered object before validation; after it, `typed` casts it to its kubernetes-models interface. */
+interface KObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [field: string]: unknown;
+}
+
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+let helmBin = "";
+before(() => {
+  const out = execFileSync("bash", [path.join(REPO, "hack/helm/build.sh")], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  helmBin = out.trim().split("\n").at(-1) ?? "";
+});
+
+function helm(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(helmBin, args, { encoding: "utf8", env: { ...process.env, HELM_CACHE_HOME: tmp } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function render(release: string, namespace: string, valueFiles: string[]): KObject[] {
+  const r = helm(["template", release, CHART, "--namespace", namespace, ...valueFiles.flatMap((f) => ["-f", f])]);
+  assert.equal(r.status, 0, `helm template failed:\n${r.stderr}`);
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as KObject | null)
+    .filter((o): o is KObject => o !== null);
+}
+
+type ModelClass = new (data: KObject) => { validate(): void };
+
+/** Model classes by "apiVersion/kind"; an object of a kind not listed here fails (nothing slips by unvalidated). */
+const MODELS = new Map<string, ModelClass>();
+for (const mod of [core, apps, policy, certManager, monitoring]) {
+  for (const value of Object.values(mod as Record<string, unknown>)) {
+    const cls = value as { apiVersion?: unknown; kind?: unknown };
+    if (typeof value === "function" && typeof cls.apiVersion === "string" && typeof cls.kind === "string") {
+      MODELS.set(`${cls.apiVersion}/${cls.kind}`, value as ModelClass);
+    }
+  }
+}
+
+function schemaErrors(objects: KObject[]): string[] {
+  const errors: string[] = [];
+  for (const o of objects) {
+    const id = `${o.kind}/${o.metadata.name}`;
+    const Model = MODELS.get(`${o.apiVersion}/${o.kind}`);
+    if (!Model) {
+      errors.push(`${id}: no schema for ${o.apiVersion} ${o.kind}`);
+      continue;
+    }
+    try {
+      new Model(o).validate();
+    } catch (err) {
+      errors.push(`${id}: ${(err as Error).message}`);
+    }
+  }
+  return errors;
+}
+
+interface Kinds {
+  Deployment: IDeployment;
+  Service: IService;
+  Secret: ISecret;
+  PodDisruptionBudget: IPodDisruptionBudget;
+  Certificate: ICertificate;
+  Issuer: IIssuer;
+  ServiceMonitor: IServiceMonitor;
+}
+
+/** A value the rendered manifest must have. */
+function must<T>(value: T | undefined | null, what: string): T {
+  assert.ok(value !== undefined && value !== null, `${what} is set`);
+  return value;
+}
+
+const all = <K extends keyof Kinds>(objects: KObject[], kind: K): Kinds[K][] =>
+  objects.filter((o) => o.kind === kind) as unknown as Kinds[K][];
+function one<K extends keyof Kinds>(objects: KObject[], kind: K, name: string): Kinds[K] {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  const have = objects.map((o) => `${o.kind}/${o.metadata.name}`).join(", ");
+  assert.ok(found, `${kind} ${name} is rendered (have: ${have})`);
+  return found as unknown as Kinds[K];
+}
+const nameOf = (o: { metadata?: { name?: string } }): string => o.metadata?.name ?? "";
+const selects = (selector: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean =>
+  Object.keys(selector ?? {}).length > 0 && Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
+const flag = (args: string[], name: string): string | undefined =>
+  args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+
+interface Expect {
+  fullname: string;
+  namespace: string;
+  webhookUrl: string;
+  controllerReplicas: number;
+  webhookReplicas: number;
+  tlsSecret: string;
+  certManager: "self-signed" | { issuer: string; kind: string } | false;
+  /** DNS names or IPs the serving certificate must carry besides the in-cluster ones. */
+  extraSans: string[];
+  kubeconfigSecrets: { controller: string; webhook: string; key: string; rendered: boolean };
+  antiAffinity: "soft" | "hard" | "none";
+  serviceType: string;
+  metrics: boolean;
+  serviceMonitor: boolean;
+}
+
+const CONFIGS: { name: string; files: string[]; release: string; expect: Expect }[] = [
+  {
+    name: "default values",
+    files: [],
+    release: "kdc",
+    expect: {
+      fullname: "kdc-kcp-dependency-controller",
+      namespace: "kcp-deps",
+      webhookUrl: "https://kdc-kcp-dependency-controller-webhook.kcp-deps.svc",
+      controllerReplicas: 1,
+      webhookReplicas: 2,
+      tlsSecret: "kdc-kcp-dependency-controller-webhook-tls",
+      certManager: "self-signed",
+      extraSans: [],
+      kubeconfigSecrets: {
+        controller: "kdc-kcp-dependency-controller-controller-kubeconfig",
+        webhook: "kdc-kcp-dependency-controller-webhook-kubeconfig",
+        key: "kubeconfig",
+        rendered: false,
+      },
+      antiAffinity: "soft",
+      serviceType: "ClusterIP",
+      metrics: true,
+      serviceMonitor: false,
+    },
+  },
+  {
+    name: "several replicas, cert-manager ClusterIssuer, external URL, ServiceMonitor (ci/ha-cert-manager-values.yaml)",
+    files: [path.join(CHART, "ci/ha-cert-manager-values.yaml")],
+    release: "kcp-dependency-controller",
+    expect: {
+      fullname: "kcp-dependency-controller",
+      namespace: "platform",
+      webhookUrl: "https://dependency-webhook.example.com:8443",
+      controllerReplicas: 2,
+      webhookReplicas: 3,
+      tlsSecret: "kcp-dependency-controller-webhook-tls",
+      certManager: { issuer: "platform-ca", kind: "ClusterIssuer" },
+      extraSans: ["dependency-webhook.example.com", "dependency-webhook.internal.example.com"],
+      kubeconfigSecrets: {
+        controller: "kcp-dependency-controller-controller-kubeconfig",
+        webhook: "dependency-webhook-kcp",
+        key: "kubeconfig",
+        rendered: true,
+      },
+      antiAffinity: "hard",
+      serviceType: "LoadBalancer",
+      metrics: true,
+      serviceMonitor: true,
+    },
+  },
+  {
+    name: "existing TLS Secret, NodePort, no metrics Services (ci/existing-secret-values.yaml)",
+    files: [path.join(CHART, "ci/existing-secret-values.yaml")],
+    release: "deps",
+    expect: {
+      fullname: "deps-kcp-dependency-controller",
+      namespace: "deps",
+      webhookUrl: "https://203.0.113.10:30443",
+      controllerReplicas: 1,
+      webhookReplicas: 2,
+      tlsSecret: "dependency-webhook-tls",
+      certManager: false,
+      extraSans: [],
+      kubeconfigSecrets: {
+        controller: "kcp-controller-kubeconfig",
+        webhook: "kcp-webhook-kubeconfig",
+        key: "config",
+        rendered: false,
+      },
+      antiAffinity: "none",
+      serviceType: "NodePort",
+      metrics: false,
+      serviceMonitor: false,
+    },
+  },
+];
+
+/** The checks every Deployment must pass: hardened, probed on its health port, mounts that exist. */
+function checkDeployment(
+  d: IDeployment,
+  component: "controller" | "webhook",
+): { args: string[]; pod: IPodTemplateSpec } {
+  const pod = must(d.spec?.template, "pod template");
+  const labels = pod.metadata?.labels;
+  assert.ok(selects(d.spec?.selector.matchLabels, labels), "selector matches the pod labels");
+  assert.equal(labels?.["app.kubernetes.io/component"], component);
+  const spec = must(pod.spec, "pod spec");
+  assert.equal(spec.automountServiceAccountToken, false, "no cluster token in the pod");
+  assert.equal(spec.securityContext?.runAsNonRoot, true);
+  assert.equal(spec.securityContext?.seccompProfile?.type, "RuntimeDefault");
+  assert.equal(spec.containers.length, 1);
+  const c = must(spec.containers[0], "container");
+  assert.deepEqual(c.command, ["node", "--enable-source-maps", `/app/dist/cmd/${component}.js`]);
+  assert.ok(existsSync(path.join(REPO, `src/cmd/${component}.ts`)), "the command's source exists");
+  assert.equal(c.securityContext?.allowPrivilegeEscalation, false);
+  assert.equal(c.securityContext?.readOnlyRootFilesystem, true);
+  assert.equal(c.securityContext?.runAsNonRoot, true);
+  assert.deepEqual(c.securityContext?.capabilities?.drop, ["ALL"]);
+  assert.ok(c.resources?.requests?.["cpu"] && c.resources.requests["memory"], "resource requests set");
+  assert.ok(c.resources?.limits?.["memory"], "memory limit set");
+  const args = must(c.args, "args");
+  const healthPort = Number(/:(\d+)$/.exec(flag(args, "health-probe-bind-address") ?? "")?.[1]);
+  const health = c.ports?.find((p) => p.name === "health");
+  assert.equal(health?.containerPort, healthPort, "the health port is the one the binary listens on");
+  assert.deepEqual(c.livenessProbe?.httpGet, { path: "/healthz", port: "health" });
+  assert.deepEqual(c.readinessProbe?.httpGet, { path: "/readyz", port: "health" });
+  const volumes = new Set((spec.volumes ?? []).map((v) => v.name));
+  for (const m of c.volumeMounts ?? []) assert.ok(volumes.has(m.name), `volume ${m.name} exists`);
+  assert.ok(
+    c.volumeMounts?.some((m) => m.mountPath === "/tmp"),
+    "a writable /tmp beside the read-only root",
+  );
+  return { args, pod };
+}
+
+/** The Secret volume behind a file path the container reads, as {secretName, key}. */
+function secretFileSource(spec: IPodSpec | undefined, file: string | undefined): { secretName: string; key: string } {
+  const c = spec?.containers[0];
+  const mount = c?.volumeMounts?.find((m) => file?.startsWith(`${m.mountPath}/`));
+  assert.ok(mount && file, `${file} is on a mounted volume`);
+  const volume = spec?.volumes?.find((v) => v.name === mount.name);
+  const rel = file.slice(mount.mountPath.length + 1);
+  const item = volume?.secret?.items?.find((i) => i.path === rel);
+  assert.ok(item, `${file} is an item of a Secret volume`);
+  return { secretName: volume?.secret?.secretName ?? "", key: item.key };
+}
+
+for (const config of CONFIGS) {
+  describe(`helm chart: ${config.name}`, () => {
+    const e = config.expect;
+    let objects: KObject[] = [];
+    const name = (suffix: string): string => `${e.fullname}-${suffix}`;
+    before(() => {
+      objects = render(config.release, e.namespace, config.files);
+    });
+
+    it("passes helm lint --strict", () => {
+      const r = helm(["lint", "--strict", CHART, ...config.files.flatMap((f) => ["-f", f])]);
+      assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    });
+
+    it("renders objects that validate against the Kubernetes schemas", () => {
+      assert.deepEqual(schemaErrors(objects), []);
+      const kinds = objects.map((o) => o.kind).sort();
+      const expected = [
+        "Deployment",
+        "Deployment",
+        "PodDisruptionBudget",
+        "Service",
+        "ServiceAccount",
+        "ServiceAccount",
+        ...(e.metrics ? ["Service", "Service"] : []),
+        ...(e.serviceMonitor ? ["ServiceMonitor"] : []),
+        ...(e.kubeconfigSecrets.rendered ? ["Secret", "Secret"] : []),
+        ...(e.certManager ? ["Certificate"] : []),
+        ...(e.certManager === "self-signed" ? ["Certificate", "Issuer", "Issuer"] : []),
+      ].sort();
+      assert.deepEqual(kinds, expected);
+      for (const o of objects) {
+        assert.equal(o.metadata.namespace, e.namespace, `${o.kind}/${o.metadata.name} namespace`);
+        assert.equal(o.metadata.labels?.["app.kubernetes.io/managed-by"], "Helm");
+        if (o.kind === "Service") assert.ok(o.metadata.name.length <= 63, "Service names are DNS labels");
+      }
+    });
+
+    it("controller: flags its binary accepts, webhook URL and CA from the chart, leader election", () => {
+      const d = one(objects, "Deployment", name("controller"));
+      assert.equal(d.spec?.replicas, e.controllerReplicas);
+      const { args, pod } = checkDeployment(d, "controller");
+      const parsed = parseConfig(args, {});
+      assert.notEqual(parsed, "help");
+      if (parsed === "help") return;
+      assert.equal(parsed.webhookUrl, e.webhookUrl);
+      assert.equal(parsed.leaderElect, true);
+      assert.deepEqual(secretFileSource(pod.spec, parsed.caBundleFile), { secretName: e.tlsSecret, key: "ca.crt" });
+      assert.deepEqual(secretFileSource(pod.spec, parsed.kubeconfig), {
+        secretName: e.kubeconfigSecrets.controller,
+        key: e.kubeconfigSecrets.key,
+      });
+    });
+
+    it("webhook: replicas, rollout, anti-affinity, serving certificate and kubeconfig mounts", () => {
+      const d = one(objects, "Deployment", name("webhook"));
+      assert.equal(d.spec?.replicas, e.webhookReplicas);
+      assert.ok(e.webhookReplicas >= 2);
+      assert.equal(d.spec?.strategy?.rollingUpdate?.maxUnavailable, 0, "a rollout never drops a ready replica");
+      const { args, pod } = checkDeployment(d, "webhook");
+      const parsed = parseFlags(args, {});
+      assert.notEqual(parsed, "help");
+      if (parsed === "help") return;
+      assert.deepEqual(secretFileSource(pod.spec, parsed.tls.certFile), { secretName: e.tlsSecret, key: "tls.crt" });
+      assert.deepEqual(secretFileSource(pod.spec, parsed.tls.keyFile), { secretName: e.tlsSecret, key: "tls.key" });
+      assert.deepEqual(secretFileSource(pod.spec, parsed.kubeconfig), {
+        secretName: e.kubeconfigSecrets.webhook,
+        key: e.kubeconfigSecrets.key,
+      });
+      const anti = pod.spec?.affinity?.podAntiAffinity;
+      if (e.antiAffinity === "none") {
+        assert.equal(anti, undefined);
+        return;
+      }
+      const terms =
+        e.antiAffinity === "hard"
+          ? anti?.requiredDuringSchedulingIgnoredDuringExecution
+          : anti?.preferredDuringSchedulingIgnoredDuringExecution?.map((t) => t.podAffinityTerm);
+      const term = must(terms?.[0], `${e.antiAffinity} anti-affinity`);
+      assert.equal(term.topologyKey, "kubernetes.io/hostname");
+      assert.ok(
+        selects(term.labelSelector?.matchLabels, pod.metadata?.labels),
+        "anti-affinity selects the webhook pods",
+      );
+    });
+
+    it("webhook Service and PodDisruptionBudget select the webhook pods", () => {
+      const pod = must(one(objects, "Deployment", name("webhook")).spec?.template, "webhook pod");
+      const svc = one(objects, "Service", name("webhook"));
+      assert.equal(svc.spec?.type, e.serviceType);
+      assert.ok(selects(svc.spec?.selector, pod.metadata?.labels));
+      assert.equal(svc.spec?.selector?.["app.kubernetes.io/component"], "webhook");
+      const target = svc.spec?.ports?.[0]?.targetPort;
+      assert.equal(target, "https");
+      assert.ok(pod.spec?.containers[0]?.ports?.some((p) => p.name === target));
+      const pdb = one(objects, "PodDisruptionBudget", name("webhook"));
+      assert.ok(selects(pdb.spec?.selector?.matchLabels, pod.metadata?.labels));
+      const minAvailable = Number(pdb.spec?.minAvailable);
+      assert.ok(minAvailable >= 1 && minAvailable < e.webhookReplicas, "a drain keeps a replica and can proceed");
+    });
+
+    it("serving certificate: issued into the mounted Secret, for the names kcp calls", () => {
+      const certs = all(objects, "Certificate").filter((c) => !c.spec?.isCA);
+      if (!e.certManager) {
+        assert.equal(certs.length, 0);
+        return;
+      }
+      assert.equal(certs.length, 1);
+      const spec = must(certs[0]?.spec, "Certificate spec");
+      assert.equal(spec.secretName, e.tlsSecret);
+      const sans = [...(spec.dnsNames ?? []), ...(spec.ipAddresses ?? [])];
+      const host = `${name("webhook")}.${e.namespace}.svc`;
+      for (const want of [host, ...e.extraSans]) assert.ok(sans.includes(want), `certificate names ${want}`);
+      assert.ok(sans.includes(new URL(e.webhookUrl).hostname), "the host of the webhook URL is in the certificate");
+      if (e.certManager === "self-signed") {
+        const issuer = one(objects, "Issuer", spec.issuerRef.name);
+        const caCert = must(
+          all(objects, "Certificate").find((c) => c.spec?.isCA),
+          "CA Certificate",
+        );
+        assert.equal(issuer.spec?.ca?.secretName, caCert.spec?.secretName, "the CA Issuer signs with the CA");
+        assert.equal(caCert.spec?.privateKey?.rotationPolicy, "Never", "CA renewals keep the key");
+        assert.ok(one(objects, "Issuer", caCert.spec?.issuerRef.name ?? "").spec?.selfSigned, "a self-signed root");
+      } else {
+        assert.deepEqual({ issuer: spec.issuerRef.name, kind: spec.issuerRef.kind }, e.certManager);
+      }
+    });
+
+    it("kubeconfig Secrets: rendered from values with the key the pods read, or left to the user", () => {
+      const secrets = all(objects, "Secret");
+      if (!e.kubeconfigSecrets.rendered) {
+        assert.equal(secrets.length, 0);
+        return;
+      }
+      for (const secretName of [e.kubeconfigSecrets.controller, e.kubeconfigSecrets.webhook]) {
+        const data = must(one(objects, "Secret", secretName).data?.[e.kubeconfigSecrets.key], `${secretName} data`);
+        const kc = parseYaml(Buffer.from(data, "base64").toString("utf8")) as {
+          clusters: { cluster: { server: string } }[];
+        };
+        assert.match(kc.clusters[0]?.cluster.server ?? "", /\/clusters\/root:dep-ctrl$/);
+      }
+    });
+
+    it("metrics Services and the ServiceMonitor reach both health ports", () => {
+      const services = all(objects, "Service").filter((s) => nameOf(s).endsWith("-metrics"));
+      if (!e.metrics) {
+        assert.equal(services.length, 0);
+        return;
+      }
+      assert.equal(services.length, 2);
+      for (const component of ["controller", "webhook"]) {
+        const pod = one(objects, "Deployment", name(component)).spec?.template;
+        const svc = one(objects, "Service", name(`${component}-metrics`));
+        assert.ok(selects(svc.spec?.selector, pod?.metadata?.labels), `${component} metrics Service selects its pods`);
+        assert.equal(svc.spec?.ports?.[0]?.targetPort, "health");
+        assert.equal(svc.spec?.ports?.[0]?.name, "metrics");
+      }
+      const monitors = all(objects, "ServiceMonitor");
+      assert.equal(monitors.length, e.serviceMonitor ? 1 : 0);
+      for (const m of monitors) {
+        for (const svc of services) assert.ok(selects(m.spec.selector.matchLabels, svc.metadata?.labels));
+        assert.equal(m.spec.endpoints?.[0]?.port, "metrics");
+      }
+    });
+  });
+}
+
+describe("helm chart: the offline schema check", () => {
+  it("rejects what a cluster would reject (a control for the checks above)", () => {
+    const objects = render("kdc", "ns", []);
+    const broken = structuredClone(one(objects, "Deployment", "kdc-kcp-dependency-controller-webhook"));
+    const port = must(broken.spec?.template.spec?.containers[0]?.ports?.[0], "a container port");
+    (port as { containerPort: unknown }).containerPort = "https";
+    const unknown = { apiVersion: "example.com/v1", kind: "Unknown", metadata: { name: "x" } };
+    const errors = schemaErrors([broken as unknown as KObject, unknown]);
+    assert.equal(errors.length, 2);
+    assert.match(errors[0] ?? "", /containerPort must be integer/);
+    assert.match(errors[1] ?? "", /no schema for example\.com\/v1 Unknown/);
+  });
+});
+
+describe("helm chart: wrong values fail with a message that says what to change", () => {
+  const cases: { name: string; values: string; message: RegExp }[] = [
+    {
+      name: "a typo in a key",
+      values: "webhook:\n  replica: 3\n",
+      message: /additional properties 'replica' not allowed/,
+    },
+    {
+      name: "no serving certificate configured",
+      values: "webhook:\n  tls:\n    certManager:\n      enabled: false\n",
+      message: /webhook\.tls: the webhook needs a serving certificate/,
+    },
+    {
+      name: "an existing Secret and cert-manager at once",
+      values: "webhook:\n  tls:\n    existingSecret: my-tls\n",
+      message: /existingSecret \("my-tls"\) and certManager\.enabled are exclusive/,
+    },
+    {
+      name: "controller replicas without leader election",
+      values: "controller:\n  replicas: 2\n  leaderElection:\n    enabled: false\n",
+      message: /controller\.replicas > 1 needs controller\.leaderElection\.enabled=true/,
+    },
+    { name: "a single webhook replica", values: "webhook:\n  replicas: 1\n", message: /webhook\/replicas.*minimum/ },
+    {
+      name: "a plain-http webhook URL",
+      values: "webhook:\n  externalURL: http://webhook.example.com\n",
+      message: /webhook\/externalURL.*does not match pattern/,
+    },
+    {
+      name: "a PodDisruptionBudget that blocks every drain",
+      values: "webhook:\n  replicas: 2\n  podDisruptionBudget:\n    minAvailable: 2\n",
+      message: /minAvailable=2 with webhook\.replicas=2 would block every node drain/,
+    },
+    { name: "an unknown log level", values: "logLevel: verbose\n", message: /logLevel/ },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const file = path.join(tmp, `${c.name.replace(/\W+/g, "-")}.yaml`);
+      writeFileSync(file, c.values);
+      const r = helm(["template", "kdc", CHART, "-f", file]);
+      assert.notEqual(r.status, 0, "rendering must fail");
+      assert.match(r.stderr, c.message);
+    });
+  }
+});
+
+describe("helm chart: values are documented", () => {
+  interface Schema {
+    type?: string;
+    properties?: Record<string, Schema>;
+    additionalProperties?: unknown;
+  }
+  const values = parseYaml(readFileSync(path.join(CHART, "values.yaml"), "utf8")) as unknown;
+  const schema = JSON.parse(readFileSync(path.join(CHART, "values.schema.json"), "utf8")) as Schema;
+  const readme = readFileSync(path.join(CHART, "README.md"), "utf8");
+  /** Leaf paths of values.yaml (an empty map or a list is a leaf). */
+  function leaves(v: unknown, prefix = ""): string[] {
+    if (v === null || typeof v !== "object" || Array.isArray(v) || Object.keys(v).length === 0) return [prefix];
+    return Object.entries(v).flatMap(([k, child]) => leaves(child, prefix ? `${prefix}.${k}` : k));
+  }
+  /** Paths the schema describes: it stops where an object is free-form (resources, affinity, ...). */
+  function schemaPaths(s: Schema, prefix = ""): string[] {
+    if (s.type !== "object" || !s.properties || s.additionalProperties !== false) return [prefix];
+    return Object.entries(s.properties)
+      .filter(([k]) => !(prefix === "" && k === "global"))
+      .flatMap(([k, child]) => schemaPaths(child, prefix ? `${prefix}.${k}` : k));
+  }
+  const covers = (schemaPath: string, leaf: string): boolean =>
+    leaf === schemaPath || leaf.startsWith(`${schemaPath}.`);
+
+  it("values.schema.json describes every key of values.yaml, and nothing values.yaml lacks", () => {
+    const described = schemaPaths(schema);
+    const valueLeaves = leaves(values);
+    assert.deepEqual(
+      valueLeaves.filter((l) => !described.some((p) => covers(p, l))),
+      [],
+      "keys of values.yaml the schema does not describe",
+    );
+    assert.deepEqual(
+      described.filter((p) => !valueLeaves.some((l) => covers(p, l))),
+      [],
+      "schema keys without a default in values.yaml",
+    );
+  });
+
+  it("every value the schema describes has a row in the chart README", () => {
+    assert.deepEqual(
+      schemaPaths(schema).filter((p) => !readme.includes(`| \`${p}\``)),
+      [],
+    );
+  });
+});
