@@ -7,7 +7,16 @@ import { ApiError, type RestClient } from "../../src/kcp/rest.ts";
 import { apply, type KObject } from "../kcp/api.ts";
 import { startKcp, type Kcp } from "../kcp/harness.ts";
 import { waitFor } from "../kcp/process.ts";
-import { Binaries, PATHS, TOKENS, setupTopology, vmRule, type KcpEnv, type Topology } from "../kcp/topology.ts";
+import {
+  Binaries,
+  PATHS,
+  TOKENS,
+  setupTopology,
+  vmRule,
+  type KcpEnv,
+  type Topology,
+  type TopologyOptions,
+} from "../kcp/topology.ts";
 
 export const VPCS = "/apis/network.test.io/v1/namespaces/NS/vpcs";
 export const SUBNETS = "/apis/network.test.io/v1/namespaces/NS/subnets";
@@ -97,8 +106,8 @@ export async function create(ws: RestClient, ...objects: KObject[]): Promise<voi
   await apply(ws, objects);
 }
 
-export interface E2E {
-  readonly kcp: Kcp;
+export interface E2E<K extends KcpEnv = Kcp> {
+  readonly kcp: K;
   readonly topo: Topology;
   readonly bins: Binaries;
 }
@@ -107,13 +116,23 @@ export interface E2E {
  * One kcp per e2e file with the whole topology, both binaries running as processes with their own identities, and
  * the VM rule applied in the compute provider. Prints the binaries' and kcp's log tails when a test fails.
  */
-export function e2eSuite(): E2E {
-  let state: E2E | undefined;
+export function e2eSuite(): E2E<Kcp>;
+export function e2eSuite<K extends KcpEnv & { stop(): Promise<void>; logTail(n?: number): string }>(
+  start: () => Promise<K>,
+  opts?: TopologyOptions,
+): E2E<K>;
+export function e2eSuite(
+  start: () => Promise<KcpEnv & { stop(): Promise<void>; logTail(n?: number): string }> = () =>
+    startKcp({ tokens: TOKENS }),
+  opts: TopologyOptions = {},
+): E2E<KcpEnv & { stop(): Promise<void>; logTail(n?: number): string }> {
+  type K = KcpEnv & { stop(): Promise<void>; logTail(n?: number): string };
+  let state: E2E<K> | undefined;
   let failed = false;
   before(async () => {
-    const kcp = await startKcp({ tokens: TOKENS });
+    const kcp = await start();
     try {
-      const topo = await setupTopology(kcp);
+      const topo = await setupTopology(kcp, opts);
       const bins = new Binaries(kcp);
       state = { kcp, topo, bins };
       await bins.startWebhook();
@@ -134,7 +153,7 @@ export function e2eSuite(): E2E {
     await state.kcp.stop();
   });
   return {
-    get kcp(): Kcp {
+    get kcp(): K {
       return must(state).kcp;
     },
     get topo(): Topology {

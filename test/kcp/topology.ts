@@ -61,8 +61,8 @@ export interface Topology {
 }
 
 export interface TopologyOptions {
-  /** Shard for consumer2 in a sharded setup (e.g. `shard-1`). */
-  consumer2Shard?: string;
+  /** Shard for each workspace in a sharded setup (e.g. `{ consumer2: "shard-1" }`); kcp schedules the rest. */
+  placement?: Partial<Record<keyof typeof PATHS, string>>;
   log?: (line: string) => void;
 }
 
@@ -78,7 +78,7 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
   );
   const clusters = {} as Record<keyof typeof PATHS, LogicalClusterName>;
   for (const [key, p] of Object.entries(PATHS) as [keyof typeof PATHS, string][]) {
-    const shard = key === "consumer2" ? opts.consumer2Shard : undefined;
+    const shard = opts.placement?.[key];
     clusters[key] = await createWorkspace(env.admin, p, shard ? { shard } : {});
   }
 
