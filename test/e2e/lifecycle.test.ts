@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
+import type { RestClient } from "../../src/kcp/rest.ts";
 import { apply, createWorkspace, deleteWorkspace, waitForBinding } from "../kcp/api.ts";
 import { REPO_ROOT } from "../kcp/harness.ts";
 import { waitFor } from "../kcp/process.ts";
@@ -31,6 +32,13 @@ const namespace = (name: string) => ({ apiVersion: "v1", kind: "Namespace", meta
 /** How long a teardown may take: kcp's namespace controller retries a refused delete with a short backoff. */
 const TEARDOWN_BOUND_MS = 180_000;
 
+async function waitGone(ws: RestClient, path: string, what: string): Promise<void> {
+  await waitFor(`${what} to be gone`, async () => !(await exists(ws, path)) || undefined, {
+    timeoutMs: TEARDOWN_BOUND_MS,
+    intervalMs: 1000,
+  });
+}
+
 test("10a. deleting a namespace holding VMs and the VPCs they reference finishes", async () => {
   await create(consumer1(), namespace("teardown"));
   for (let i = 0; i < 3; i++) {
@@ -41,14 +49,7 @@ test("10a. deleting a namespace holding VMs and the VPCs they reference finishes
 
   const started = Date.now();
   await consumer1().request("DELETE", "/api/v1/namespaces/teardown");
-  await waitFor(
-    "namespace teardown to be gone",
-    async () => !(await exists(consumer1(), "/api/v1/namespaces/teardown")) || undefined,
-    {
-      timeoutMs: TEARDOWN_BOUND_MS,
-      intervalMs: 1000,
-    },
-  );
+  await waitGone(consumer1(), "/api/v1/namespaces/teardown", "namespace teardown");
   process.stderr.write(`# namespace with 3 VPC/VM pairs deleted in ${Date.now() - started} ms\n`);
 });
 
@@ -59,14 +60,7 @@ test("10b. a VM in another namespace does not hold up the teardown of a namespac
   await create(consumer1(), vpc("a-vpc", "net-a"), vm("b-vm", { vpc: "a-vpc" }, "app-b"));
   assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS, "net-a")}/a-vpc`, { dryRun: true }), { allowed: true });
   await consumer1().request("DELETE", "/api/v1/namespaces/net-a");
-  await waitFor(
-    "namespace net-a to be gone",
-    async () => !(await exists(consumer1(), "/api/v1/namespaces/net-a")) || undefined,
-    {
-      timeoutMs: TEARDOWN_BOUND_MS,
-      intervalMs: 1000,
-    },
-  );
+  await waitGone(consumer1(), "/api/v1/namespaces/net-a", "namespace net-a");
   assert.ok(await exists(consumer1(), `${at(VMS, "app-b")}/b-vm`), "the VM in app-b is untouched");
 });
 
@@ -81,11 +75,7 @@ test("10c. deleting a whole consumer workspace with protected objects completes"
   await waitForProtection(ws, `${at(VPCS)}/doomed-vpc`, true);
 
   await deleteWorkspace(e2e.kcp.admin, wsPath);
-  await waitFor(
-    "workspace root:consumer3 to be gone",
-    async () => !(await exists(e2e.kcp.ws("root"), "/apis/tenancy.kcp.io/v1alpha1/workspaces/consumer3")) || undefined,
-    { timeoutMs: TEARDOWN_BOUND_MS, intervalMs: 1000 },
-  );
+  await waitGone(e2e.kcp.ws("root"), "/apis/tenancy.kcp.io/v1alpha1/workspaces/consumer3", "workspace root:consumer3");
 });
 
 test("11a. restarting the controller changes nothing", async () => {

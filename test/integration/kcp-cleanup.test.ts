@@ -7,16 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { REPO_ROOT, kcpBinDir } from "../kcp/harness.ts";
-import { waitFor } from "../kcp/process.ts";
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { pidAlive, waitFor } from "../kcp/process.ts";
 
 async function runFixture(
   interrupt: boolean,
@@ -49,7 +40,7 @@ async function runFixture(
     { timeoutMs: 180_000 },
   );
   if (interrupt) {
-    assert.ok(alive(rec.pid), "kcp runs while the suite waits");
+    assert.ok(pidAlive(rec.pid), "kcp runs while the suite waits");
     child.kill("SIGINT");
   }
   const code = await exited;
@@ -61,13 +52,13 @@ test("a failing test stops kcp, removes its directory and prints the log tail", 
   const r = await runFixture(false);
   assert.notEqual(r.code, 0, "the fixture suite fails");
   assert.match(r.output, /this failure is intended/);
-  assert.match(r.output, /--- kcp log tail/);
-  await waitFor("kcp to be gone", async () => !alive(r.pid) || undefined, { timeoutMs: 20_000 });
+  assert.match(r.output, /--- kcp logs \(/);
+  await waitFor("kcp to be gone", async () => !pidAlive(r.pid) || undefined, { timeoutMs: 20_000 });
   assert.equal(existsSync(r.rootDir), false, `root dir ${r.rootDir} removed`);
 });
 
 test("Ctrl-C stops kcp and removes its directory", async () => {
   const r = await runFixture(true);
-  await waitFor("kcp to be gone", async () => !alive(r.pid) || undefined, { timeoutMs: 20_000 });
+  await waitFor("kcp to be gone", async () => !pidAlive(r.pid) || undefined, { timeoutMs: 20_000 });
   assert.equal(existsSync(r.rootDir), false, `root dir ${r.rootDir} removed`);
 });

@@ -42,30 +42,21 @@ export interface StartOptions {
   startTimeoutMs?: number;
 }
 
-export class Kcp {
+/** What every kcp the tests start offers: admin clients, the serving CA, kubeconfigs for token users. */
+export abstract class KcpBase {
   readonly rootDir: string;
   readonly baseUrl: string;
-  readonly adminKubeconfig: string;
-  readonly process: ManagedProcess;
   /** kcp-admin (subject to kcp's authorization) at the base URL; aim with `.forCluster(path)`. */
   readonly admin: RestClient;
-  /** shard-admin (system:masters) at the base URL: the only one that may write `system:admin`. */
-  readonly shardAdmin: RestClient;
   readonly caPem: string;
+  /** system:masters on each shard directly (index 0 = root shard). */
+  abstract readonly shardAdmins: RestClient[];
 
-  constructor(rootDir: string, baseUrl: string, proc: ManagedProcess) {
+  constructor(rootDir: string, baseUrl: string, admin: RestClient, caPem: string) {
     this.rootDir = rootDir;
     this.baseUrl = baseUrl;
-    this.process = proc;
-    this.adminKubeconfig = path.join(rootDir, "admin.kubeconfig");
-    this.admin = loadKcpConnection({ kubeconfig: this.adminKubeconfig, context: "base" }).base;
-    this.shardAdmin = loadKcpConnection({ kubeconfig: this.adminKubeconfig, context: "shard-base" }).base;
-    this.caPem = readFileSync(path.join(rootDir, "apiserver.crt"), "utf8");
-  }
-
-  /** system:masters per shard; a single shard has one. */
-  get shardAdmins(): RestClient[] {
-    return [this.shardAdmin];
+    this.admin = admin;
+    this.caPem = caPem;
   }
 
   /** kcp-admin client rooted at a workspace (`root:org`) or logical cluster. */
@@ -82,6 +73,30 @@ export class Kcp {
     return writeKubeconfig(path.join(this.rootDir, file), `${this.baseUrl}/clusters/${workspace}`, this.caPem, {
       token,
     });
+  }
+}
+
+export class Kcp extends KcpBase {
+  readonly adminKubeconfig: string;
+  readonly process: ManagedProcess;
+  /** shard-admin (system:masters) at the base URL: the only one that may write `system:admin`. */
+  readonly shardAdmin: RestClient;
+
+  constructor(rootDir: string, baseUrl: string, proc: ManagedProcess) {
+    const adminKubeconfig = path.join(rootDir, "admin.kubeconfig");
+    super(
+      rootDir,
+      baseUrl,
+      loadKcpConnection({ kubeconfig: adminKubeconfig, context: "base" }).base,
+      readFileSync(path.join(rootDir, "apiserver.crt"), "utf8"),
+    );
+    this.adminKubeconfig = adminKubeconfig;
+    this.process = proc;
+    this.shardAdmin = loadKcpConnection({ kubeconfig: adminKubeconfig, context: "shard-base" }).base;
+  }
+
+  get shardAdmins(): RestClient[] {
+    return [this.shardAdmin];
   }
 
   logTail(lines = 60): string {
@@ -169,15 +184,22 @@ export function kubeconfigContext(file: string, context: string): KubeConfig {
   return kc;
 }
 
+/** What a per-file suite needs of a running kcp (single shard or sharded). */
+export interface Stoppable {
+  readonly rootDir: string;
+  logTail(lines?: number): string;
+  stop(): Promise<void>;
+}
+
 /**
- * One kcp per test file: `const env = kcpSuite(); … env.kcp`. Starts it before the first test, prints its log tail
- * if any test failed, and stops it and removes its directory after the last one.
+ * One kcp per test file: `const env = suiteOf(() => startKcp()); … env.kcp`. Starts it before the first test,
+ * prints its log tail if any test failed, and stops it and removes its directory after the last one.
  */
-export function kcpSuite(opts: StartOptions = {}): { readonly kcp: Kcp } {
-  let kcp: Kcp | undefined;
+export function suiteOf<K extends Stoppable>(start: () => Promise<K>): { readonly kcp: K } {
+  let kcp: K | undefined;
   let failed = false;
   before(async () => {
-    kcp = await startKcp(opts);
+    kcp = await start();
   });
   afterEach((t) => {
     // TestContext.passed exists at run time (Node >= 21) but not yet in @types/node 24.
@@ -185,13 +207,18 @@ export function kcpSuite(opts: StartOptions = {}): { readonly kcp: Kcp } {
   });
   after(async () => {
     if (!kcp) return;
-    if (failed) process.stderr.write(`\n--- kcp log tail (${kcp.rootDir}) ---\n${kcp.logTail()}\n`);
+    if (failed) process.stderr.write(`\n--- kcp logs (${kcp.rootDir}) ---\n${kcp.logTail()}\n`);
     await kcp.stop();
   });
   return {
-    get kcp(): Kcp {
+    get kcp(): K {
       if (!kcp) throw new Error("kcp is not running (did the suite's before hook fail?)");
       return kcp;
     },
   };
+}
+
+/** One single-shard kcp per test file. */
+export function kcpSuite(opts: StartOptions = {}): { readonly kcp: Kcp } {
+  return suiteOf(() => startKcp(opts));
 }

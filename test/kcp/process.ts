@@ -112,6 +112,15 @@ export function livePids(): number[] {
   return [...live].map((p) => p.pid).filter((p): p is number => p !== undefined);
 }
 
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();

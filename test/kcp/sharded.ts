@@ -4,23 +4,12 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { after, afterEach, before } from "node:test";
 import { loadKcpConnection } from "../../src/kcp/kubeconfig.ts";
 import type { RestClient } from "../../src/kcp/rest.ts";
-import { writeKubeconfig } from "./api.ts";
-import { kcpBinDir, type TokenUser } from "./harness.ts";
-import { ManagedProcess, forgetDir, removeOnExit, waitFor } from "./process.ts";
+import { KcpBase, kcpBinDir, suiteOf, type TokenUser } from "./harness.ts";
+import { ManagedProcess, forgetDir, pidAlive, removeOnExit, waitFor } from "./process.ts";
 
 const LOCK_DIR = path.join(os.tmpdir(), "kcp-dependency-controller-sharded.lock");
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function takeLock(): Promise<void> {
   await waitFor(
@@ -44,44 +33,21 @@ function releaseLock(): void {
   rmSync(LOCK_DIR, { recursive: true, force: true });
 }
 
-export class ShardedKcp {
-  readonly rootDir: string;
-  readonly baseUrl: string;
+export class ShardedKcp extends KcpBase {
   readonly process: ManagedProcess;
-  /** kcp-admin through the front-proxy. */
-  readonly admin: RestClient;
-  /** system:masters on each shard directly (index 0 = root shard). */
   readonly shardAdmins: RestClient[];
-  readonly caPem: string;
   readonly shardNames = ["root", "shard-1"];
 
   constructor(rootDir: string, proc: ManagedProcess) {
-    this.rootDir = rootDir;
+    const adminKubeconfig = path.join(rootDir, ".kcp/admin.kubeconfig");
+    const conn = loadKcpConnection({ kubeconfig: adminKubeconfig, context: "base" });
+    const ca = /certificate-authority-data:\s*(\S+)/.exec(readFileSync(adminKubeconfig, "utf8"))?.[1] ?? "";
+    super(rootDir, conn.baseUrl, conn.base, Buffer.from(ca, "base64").toString("utf8"));
     this.process = proc;
-    const conn = loadKcpConnection({ kubeconfig: path.join(rootDir, ".kcp/admin.kubeconfig"), context: "base" });
-    this.baseUrl = conn.baseUrl;
-    this.admin = conn.base;
     this.shardAdmins = [0, 1].map(
       (n) =>
         loadKcpConnection({ kubeconfig: path.join(rootDir, `.kcp-${n}/admin.kubeconfig`), context: "shard-base" }).base,
     );
-    const kc = readFileSync(path.join(rootDir, ".kcp/admin.kubeconfig"), "utf8");
-    const ca = /certificate-authority-data:\s*(\S+)/.exec(kc)?.[1] ?? "";
-    this.caPem = Buffer.from(ca, "base64").toString("utf8");
-  }
-
-  ws(workspace: string): RestClient {
-    return this.admin.forCluster(workspace);
-  }
-
-  kubeconfigFor(
-    token: string,
-    workspace: string,
-    file = `kubeconfig-${workspace.replace(/:/g, "_")}-${token}`,
-  ): string {
-    return writeKubeconfig(path.join(this.rootDir, file), `${this.baseUrl}/clusters/${workspace}`, this.caPem, {
-      token,
-    });
   }
 
   logTail(lines = 40): string {
@@ -144,23 +110,5 @@ export async function startShardedKcp(
 
 /** One sharded kcp per test file, like kcpSuite. */
 export function shardedKcpSuite(opts: { tokens?: TokenUser[] } = {}): { readonly kcp: ShardedKcp } {
-  let kcp: ShardedKcp | undefined;
-  let failed = false;
-  before(async () => {
-    kcp = await startShardedKcp(opts);
-  });
-  afterEach((t) => {
-    if ((t as { passed?: boolean }).passed === false) failed = true;
-  });
-  after(async () => {
-    if (!kcp) return;
-    if (failed) process.stderr.write(`\n--- sharded kcp logs (${kcp.rootDir}) ---\n${kcp.logTail()}\n`);
-    await kcp.stop();
-  });
-  return {
-    get kcp(): ShardedKcp {
-      if (!kcp) throw new Error("sharded kcp is not running (did the suite's before hook fail?)");
-      return kcp;
-    },
-  };
+  return suiteOf(() => startShardedKcp(opts));
 }
