@@ -141,6 +141,13 @@ describe("docs/getting-started.md on a fresh kcp", () => {
       want,
       "node_modules is not what hack/setup.sh installed for this package-lock.json: run `bash hack/setup.sh` first",
     );
+    // The tools "What you need" lists; a missing one is named here instead of failing a block halfway.
+    await promisify(execFile)("bash", [
+      "-c",
+      "for t in kubectl envsubst openssl curl; do command -v $t || exit 1; done",
+    ]).catch((err: { stdout?: string }) =>
+      assert.fail(`the guide needs kubectl, envsubst, openssl and curl; found:\n${err.stdout}`),
+    );
     mkdirSync(guideDir);
     mkdirSync(shimDir);
     writeFileSync(path.join(shimDir, "helm"), HELM_SHIM);
