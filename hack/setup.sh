@@ -28,5 +28,7 @@ esac
 KCP_BIN_DIR="$(bash hack/kcp/build.sh | tail -1)"
 export KCP_BIN_DIR
 
-HELM_BIN="$(bash hack/helm/build.sh | tail -1)"
-export HELM_BIN
+if [[ "${WITH_HELM:-}" == 1 ]]; then
+  HELM_BIN="$(bash hack/helm/build.sh | tail -1)"
+  export HELM_BIN
+fi
