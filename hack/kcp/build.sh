@@ -27,7 +27,7 @@ fi
 command -v go >/dev/null || { log "Go is needed to build kcp from its modules (go 1.24 or newer)"; exit 1; }
 
 cache_root="${KCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcp-dependency-controller}"
-sum_id="$(sha256sum "$here/go.sum" "$here/go.mod" "$here/build.sh" | sha256sum | cut -c1-12)"
+sum_id="$(cat "$here/go.sum" "$here/go.mod" "$here/build.sh" | sha256sum | cut -c1-12)" # content only: the same in every clone
 out="$cache_root/kcp-$KCP_VERSION-$sum_id/bin"
 
 have_all() { for c in "${COMMANDS[@]}"; do [[ -x "$out/$c" ]] || return 1; done; }
