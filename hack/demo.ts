@@ -170,26 +170,27 @@ async function main(): Promise<void> {
     );
     if (values.exit) return;
 
+    // Flush left, so the block (heredoc included) can be pasted into a shell as it is.
     console.log(`
 Everything is still running. Try more with kubectl:
 
-    export KUBECONFIG=${kubeconfig}
-    kubectl config get-contexts                       # dep-ctrl, network-provider, compute-provider, consumer1, consumer2
-    kubectl --context=compute-provider get dependencyrules
-    kubectl --context=network-provider get validatingwebhookconfigurations ${VWC_NAME} -o yaml
-    kubectl --context=consumer2 create -f - <<'EOF'
-    apiVersion: network.test.io/v1
-    kind: VPC
-    metadata: {name: other-vpc}
-    ---
-    apiVersion: compute.test.io/v1
-    kind: VirtualMachine
-    metadata: {name: other-vm}
-    spec: {vpcRef: {name: other-vpc}}
-    EOF
-    kubectl --context=consumer2 delete vpc other-vpc                  # refused: other-vm uses it
-    kubectl --context=consumer2 annotate vpc other-vpc dependencies.opendefense.cloud/skip-protection=true
-    kubectl --context=consumer2 delete vpc other-vpc                  # allowed: break-glass annotation
+export KUBECONFIG=${kubeconfig}
+kubectl config get-contexts          # dep-ctrl, network-provider, compute-provider, consumer1, consumer2
+kubectl --context=compute-provider get dependencyrules
+kubectl --context=network-provider get validatingwebhookconfigurations ${VWC_NAME} -o yaml
+kubectl --context=consumer2 create -f - <<'EOF'
+apiVersion: network.test.io/v1
+kind: VPC
+metadata: {name: other-vpc}
+---
+apiVersion: compute.test.io/v1
+kind: VirtualMachine
+metadata: {name: other-vm}
+spec: {vpcRef: {name: other-vpc}}
+EOF
+kubectl --context=consumer2 delete vpc other-vpc     # refused: other-vm uses it
+kubectl --context=consumer2 annotate vpc other-vpc dependencies.opendefense.cloud/skip-protection=true
+kubectl --context=consumer2 delete vpc other-vpc     # allowed: break-glass annotation
 
 Logs: ${bins.controller?.proc.logFile}
       ${bins.webhook?.proc.logFile}
