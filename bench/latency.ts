@@ -1,0 +1,349 @@
+// 1. DELETE latency against the number of dependents. One namespace grows to N filler VMs (none references a target)
+// plus one VM named to sort last that references `held-vpc`. For each N, in alternating blocks (protected, then
+// unprotected, then unprotected, then protected: ABBA against drift), we time real DELETEs of fresh VPCs (allowed),
+// DELETEs of held-vpc (denied after the lookup reads the last page), and a bare paginated LIST of the VMs taken with
+// the webhook's identity and URL. The webhook's own decision time comes from its metrics, scraped around each block.
+//
+// kcp serves these LISTs from its watch cache as consistent reads: right after any write the cache first waits to
+// be confirmed fresh (~100 ms here). So the main series are "settled" (each timed request comes ≥ settleMs after the
+// last write), and two extra series time an allowed DELETE and a bare LIST right after an unrelated write (a busy kcp).
+import { VPCS, at, tryDelete, vm, vpc } from "../test/e2e/helpers.ts";
+import {
+  cacheWait,
+  countItems,
+  cpuMsOf,
+  createAll,
+  ensureNamespace,
+  scrapeKcp,
+  scrapeWebhook,
+  setProtection,
+  type BenchEnv,
+} from "./env.ts";
+import {
+  histogram,
+  histogramDelta,
+  ms,
+  now,
+  summarize,
+  summarizeHistogram,
+  type Histogram,
+  type HistogramSummary,
+  type Sample,
+  type Summary,
+} from "./stats.ts";
+
+export const LATENCY_NS = "bench-lat";
+const HELD_VPC = "held-vpc";
+const DECISION = "dependency_webhook_decision_duration_seconds";
+const LOOKUP = "dependency_webhook_lookup_duration_seconds";
+
+export interface LatencyOptions {
+  ns: number[];
+  /** Allowed DELETEs per N with protection on, and as many with it off. */
+  deletes: number;
+  /** Denied DELETEs per N (protection on only: without the webhook the delete would go through). */
+  denied: number;
+  /** Bare LISTs per N, spread over all blocks. */
+  lists: number;
+  /** Allowed DELETEs and bare LISTs per N timed right after an unrelated write (protection on). */
+  afterWrite: number;
+  /** Pause after each write before the next timed request of the settled series. */
+  settleMs: number;
+  /** Page sizes compared by bare LISTs at the largest N (the webhook uses 500), and LISTs per size. */
+  pageSizes: number[];
+  pageSizeLists: number;
+  concurrency: number;
+}
+
+export const SERIES = [
+  "protectedAllowed",
+  "protectedDenied",
+  "unprotected",
+  "bareList",
+  "afterWriteDelete",
+  "afterWriteList",
+] as const;
+export type Series = (typeof SERIES)[number];
+
+export interface CpuPerOp {
+  kcp: number;
+  webhook: number;
+  client: number;
+}
+
+export interface LatencyResult {
+  n: number;
+  /** VMs actually in the namespace: N fillers plus the one that references held-vpc. */
+  vmsListed: number;
+  samplesMs: Record<Series, number[]>;
+  summary: Record<Series, Summary>;
+  /** Decision histograms (settled allowed, settled denied, allowed right after a write) and all lookups. */
+  webhook: {
+    allowed: HistogramSummary;
+    denied: HistogramSummary;
+    afterWrite: HistogramSummary;
+    lookup: HistogramSummary;
+  };
+  ratios: Ratios;
+  /** Mean CPU ms per operation of kcp, the webhook and this client (from /proc and process.cpuUsage; 10 ms ticks). */
+  cpuMsPerOp: Record<Series, CpuPerOp>;
+  pageSizeProbe?: { limit: number; samplesMs: number[]; summary: Summary; cpuMsPerOp: CpuPerOp }[];
+  /**
+   * kcp's watch-cache freshness wait for VM LISTs (webhook lookups and bare LISTs alike) in the protected blocks,
+   * from kcp's apiserver_watch_cache_read_wait_seconds; undefined without kubectl.
+   */
+  kcpCacheWait?: { settled: CacheWait; afterWrite: CacheWait };
+  toggleMs: number[];
+  errors: string[];
+}
+
+export interface CacheWait {
+  reads: number;
+  waitMs: number;
+}
+
+export interface Ratios {
+  /** protected allowed / unprotected at p50, p95, p99. */
+  allowedOverUnprotected: { p50: number; p95: number; p99: number };
+  deniedOverUnprotected: { p50: number; p95: number; p99: number };
+  /** webhook decision mean (exact, from sum/count) / bare LIST mean; p50 is bucket-resolution. */
+  decisionOverList: { allowedMean: number; deniedMean: number; allowedP50: number };
+  /** allowed DELETE right after a write / settled allowed DELETE, at p50. */
+  afterWriteOverSettled: number;
+}
+
+/** Accumulates CPU used by kcp, the webhook and this process across many operations of one kind. */
+class CpuMeter {
+  private ops = 0;
+  private readonly total: CpuPerOp = { kcp: 0, webhook: 0, client: 0 };
+  private readonly env: BenchEnv;
+
+  constructor(env: BenchEnv) {
+    this.env = env;
+  }
+
+  private read(): CpuPerOp {
+    const c = process.cpuUsage();
+    return {
+      kcp: cpuMsOf(this.env.kcp.process.pid),
+      webhook: cpuMsOf(this.env.bins.webhook?.proc.pid),
+      client: (c.user + c.system) / 1000,
+    };
+  }
+
+  /** Runs `fn`, adds its CPU to the totals and returns its wall time in ms with its result. */
+  async time<T>(fn: () => Promise<T>): Promise<[number, T]> {
+    const before = this.read();
+    const t = now();
+    const result = await fn();
+    const wall = ms(t);
+    const after = this.read();
+    this.ops++;
+    for (const k of ["kcp", "webhook", "client"] as const) this.total[k] += after[k] - before[k];
+    return [wall, result];
+  }
+
+  perOp(): CpuPerOp {
+    const d = this.ops || NaN;
+    return { kcp: this.total.kcp / d, webhook: this.total.webhook / d, client: this.total.client / d };
+  }
+}
+
+const empty = (): Histogram => ({ buckets: [], sum: 0, count: 0 });
+const add = (a: Histogram, b: Histogram): Histogram => {
+  const counts = new Map(a.buckets.map((x) => [x.le, x.count]));
+  for (const x of b.buckets) counts.set(x.le, (counts.get(x.le) ?? 0) + x.count);
+  return {
+    buckets: [...counts.entries()].map(([le, count]) => ({ le, count })).sort((x, y) => x.le - y.le),
+    sum: a.sum + b.sum,
+    count: a.count + b.count,
+  };
+};
+
+/** Splits `total` into `parts` near-equal shares. */
+const shares = (total: number, parts: number): number[] =>
+  Array.from({ length: parts }, (_, i) => Math.floor(total / parts) + (i < total % parts ? 1 : 0));
+
+const sleep = (msec: number) => new Promise((r) => setTimeout(r, msec));
+
+/** One N: samples, CPU meters and decision histograms, filled block by block. */
+class Step {
+  readonly samples = Object.fromEntries(SERIES.map((k) => [k, [] as number[]])) as Record<Series, number[]>;
+  readonly cpu: Record<Series, CpuMeter>;
+  readonly errors: string[] = [];
+  readonly toggleMs: number[] = [];
+  allowed = empty();
+  denied = empty();
+  afterWrite = empty();
+  lookup = empty();
+  settledWait: CacheWait | undefined = { reads: 0, waitMs: 0 };
+  afterWriteWait: CacheWait | undefined = { reads: 0, waitMs: 0 };
+
+  addWait(which: "settledWait" | "afterWriteWait", w: CacheWait | undefined): void {
+    const cur = this[which];
+    this[which] = cur && w ? { reads: cur.reads + w.reads, waitMs: cur.waitMs + w.waitMs } : undefined;
+  }
+
+  constructor(env: BenchEnv) {
+    this.cpu = Object.fromEntries(SERIES.map((k) => [k, new CpuMeter(env)])) as Record<Series, CpuMeter>;
+  }
+
+  async time<T>(series: Series, fn: () => Promise<T>): Promise<T> {
+    const [wall, result] = await this.cpu[series].time(fn);
+    this.samples[series].push(wall);
+    return result;
+  }
+}
+
+function delta(after: Sample[], before: Sample[], name: string, labels: Record<string, string> = {}): Histogram {
+  return histogramDelta(histogram(after, name, labels), histogram(before, name, labels));
+}
+
+export async function runLatency(env: BenchEnv, opts: LatencyOptions): Promise<LatencyResult[]> {
+  const ws = env.consumer;
+  const vpcPath = (name: string) => `${at(VPCS, LATENCY_NS)}/${name}`;
+  await ensureNamespace(ws, LATENCY_NS);
+  await createAll(ws, [vpc(HELD_VPC, LATENCY_NS), vm("zz-held-vm", { vpc: HELD_VPC }, LATENCY_NS)]);
+  const listPath = `/clusters/${env.topo.clusters.consumer1}/apis/compute.test.io/v1/namespaces/${LATENCY_NS}/virtualmachines`;
+  const bareList = (limit = 500) => env.webhookIdentity.listPages(listPath, () => undefined, { limit });
+  const results: LatencyResult[] = [];
+  let protectedNow = true;
+  let have = 0;
+  const sorted = [...opts.ns].sort((a, b) => a - b);
+  for (const n of sorted) {
+    if (n > have) {
+      env.log(`latency: creating VMs ${have}..${n - 1} in ${LATENCY_NS} (${opts.concurrency} in flight)`);
+      const t = Date.now();
+      const fillers = Array.from({ length: n - have }, (_, i) =>
+        vm(`vm-${String(have + i).padStart(6, "0")}`, { vpc: "unrelated-vpc" }, LATENCY_NS),
+      );
+      await createAll(ws, fillers, opts.concurrency);
+      env.log(`latency: created ${n - have} VMs in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      have = n;
+    }
+    const vmsListed = await countItems(env.webhookIdentity, listPath);
+    const step = new Step(env);
+    const blocks: boolean[] = [true, false, false, true]; // ABBA
+    const allowedShares = shares(opts.deletes, 2);
+    const deniedShares = shares(opts.denied, 2);
+    const afterShares = shares(opts.afterWrite, 2);
+    const listShares = shares(opts.lists, 4);
+    for (const [b, on] of blocks.entries()) {
+      if (on !== protectedNow) {
+        step.toggleMs.push(await setProtection(env, on));
+        protectedNow = on;
+      }
+      const half = b < 2 ? 0 : 1;
+      const k = allowedShares[half] ?? 0;
+      const kDenied = on ? (deniedShares[half] ?? 0) : 0;
+      const kAfter = on ? (afterShares[half] ?? 0) : 0;
+      const kLists = listShares[b] ?? 0;
+      const names = Array.from({ length: k }, (_, i) => `del-${n}-${b}-${i}`);
+      const afterNames = Array.from({ length: kAfter }, (_, i) => `aw-${n}-${b}-${i}`);
+      await createAll(
+        ws,
+        [...names, ...afterNames].map((name) => vpc(name, LATENCY_NS)),
+        opts.concurrency,
+      );
+      // Warm up the connections on both hops (not recorded, outside the metrics window), then let the cache settle.
+      if (names[0]) await tryDelete(ws, vpcPath(names[0]), { dryRun: true });
+      await bareList();
+      await sleep(opts.settleMs);
+      const before = on ? await scrapeWebhook(env) : [];
+      const kcpBefore = on ? scrapeKcp(env) : [];
+      for (let i = 0; i < Math.max(k, kDenied, kLists); i++) {
+        const name = names[i];
+        if (name !== undefined) {
+          const r = await step.time(on ? "protectedAllowed" : "unprotected", () => tryDelete(ws, vpcPath(name)));
+          if (!r.allowed) step.errors.push(`DELETE ${name}: expected allowed, got ${r.status} ${r.message}`);
+          await sleep(opts.settleMs);
+        }
+        if (i < kDenied) {
+          const r = await step.time("protectedDenied", () => tryDelete(ws, vpcPath(HELD_VPC)));
+          if (r.allowed || r.status !== 409) {
+            step.errors.push(
+              `DELETE ${HELD_VPC}: expected 409, got ${r.allowed ? "allowed" : `${r.status} ${r.message}`}`,
+            );
+            if (r.allowed) await createAll(ws, [vpc(HELD_VPC, LATENCY_NS)]);
+            await sleep(opts.settleMs);
+          }
+        }
+        if (i < kLists) await step.time("bareList", () => bareList());
+      }
+      if (!on) continue;
+      const middle = await scrapeWebhook(env);
+      const kcpMiddle = scrapeKcp(env);
+      // Right after an unrelated write: POST a VPC (no webhook call), then at once the timed request.
+      for (const [i, name] of afterNames.entries()) {
+        await createAll(ws, [vpc(`w-${n}-${b}-${i}-a`, LATENCY_NS)]);
+        const r = await step.time("afterWriteDelete", () => tryDelete(ws, vpcPath(name)));
+        if (!r.allowed) step.errors.push(`DELETE ${name}: expected allowed, got ${r.status} ${r.message}`);
+        await createAll(ws, [vpc(`w-${n}-${b}-${i}-b`, LATENCY_NS)]);
+        await step.time("afterWriteList", () => bareList());
+      }
+      const after = await scrapeWebhook(env);
+      step.addWait("settledWait", cacheWait(kcpMiddle, kcpBefore));
+      step.addWait("afterWriteWait", cacheWait(scrapeKcp(env), kcpMiddle));
+      step.allowed = add(step.allowed, delta(middle, before, DECISION, { outcome: "allowed" }));
+      step.denied = add(step.denied, delta(middle, before, DECISION, { outcome: "denied" }));
+      step.afterWrite = add(step.afterWrite, delta(after, middle, DECISION, { outcome: "allowed" }));
+      step.lookup = add(step.lookup, delta(after, before, LOOKUP));
+    }
+    const result = toResult(n, vmsListed, step);
+    if (n === sorted.at(-1) && opts.pageSizes.length > 0 && opts.pageSizeLists > 0) {
+      env.log(`latency: bare LIST page-size probe at N=${n}: limits ${opts.pageSizes.join(", ")}`);
+      const probe = opts.pageSizes.map((limit) => ({ limit, samplesMs: [] as number[], cpu: new CpuMeter(env) }));
+      for (let i = 0; i < opts.pageSizeLists; i++) {
+        for (const p of probe) p.samplesMs.push((await p.cpu.time(() => bareList(p.limit)))[0]);
+      }
+      result.pageSizeProbe = probe.map((p) => ({
+        limit: p.limit,
+        samplesMs: p.samplesMs,
+        summary: summarize(p.samplesMs),
+        cpuMsPerOp: p.cpu.perOp(),
+      }));
+    }
+    const s = result.summary;
+    env.log(
+      `latency N=${n}: protected allowed p50 ${s.protectedAllowed.p50.toFixed(1)} ms, ` +
+        `unprotected p50 ${s.unprotected.p50.toFixed(1)} ms, bare LIST p50 ${s.bareList.p50.toFixed(1)} ms`,
+    );
+    results.push(result);
+  }
+  if (!protectedNow) await setProtection(env, true);
+  return results;
+}
+
+function toResult(n: number, vmsListed: number, step: Step): LatencyResult {
+  const summary = Object.fromEntries(SERIES.map((k) => [k, summarize(step.samples[k])])) as Record<Series, Summary>;
+  const webhook = {
+    allowed: summarizeHistogram(step.allowed),
+    denied: summarizeHistogram(step.denied),
+    afterWrite: summarizeHistogram(step.afterWrite),
+    lookup: summarizeHistogram(step.lookup),
+  };
+  const r = (a: Summary, b: Summary) => ({ p50: a.p50 / b.p50, p95: a.p95 / b.p95, p99: a.p99 / b.p99 });
+  return {
+    n,
+    vmsListed,
+    samplesMs: step.samples,
+    summary,
+    webhook,
+    ratios: {
+      allowedOverUnprotected: r(summary.protectedAllowed, summary.unprotected),
+      deniedOverUnprotected: r(summary.protectedDenied, summary.unprotected),
+      decisionOverList: {
+        allowedMean: webhook.allowed.meanMs / summary.bareList.mean,
+        deniedMean: webhook.denied.meanMs / summary.bareList.mean,
+        allowedP50: webhook.allowed.p50Ms / summary.bareList.p50,
+      },
+      afterWriteOverSettled: summary.afterWriteDelete.p50 / summary.protectedAllowed.p50,
+    },
+    cpuMsPerOp: Object.fromEntries(SERIES.map((k) => [k, step.cpu[k].perOp()])) as Record<Series, CpuPerOp>,
+    ...(step.settledWait && step.afterWriteWait
+      ? { kcpCacheWait: { settled: step.settledWait, afterWrite: step.afterWriteWait } }
+      : {}),
+    toggleMs: step.toggleMs,
+    errors: step.errors,
+  };
+}
