@@ -11,7 +11,8 @@ set -euo pipefail
 HELM_VERSION=v3.19.0
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-log() { printf '[helm] %s\n' "$*" >&2; }
+LOG_LABEL=helm
+source "$here/../lib/gobuild.sh"
 
 if [[ -n "${HELM_BIN:-}" ]]; then
   [[ -x "$HELM_BIN" ]] || { log "HELM_BIN=$HELM_BIN is not an executable"; exit 1; }
@@ -23,7 +24,7 @@ fi
 command -v go >/dev/null || { log "Go is needed to build helm from its modules (go 1.24 or newer)"; exit 1; }
 
 cache_root="${KCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcp-dependency-controller}"
-sum_id="$(cat "$here/go.sum" "$here/go.mod" "$here/build.sh" | sha256sum | cut -c1-12)" # content only: the same in every clone
+sum_id="$(content_key "$here/go.sum" "$here/go.mod" "$here/build.sh" "$here/../lib/gobuild.sh")"
 out="$cache_root/helm-$HELM_VERSION-$sum_id/bin"
 
 if [[ -x "$out/helm" ]]; then
@@ -45,17 +46,9 @@ for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
   ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=34"
 done
 
-start=$(date +%s)
-(cd "$here" && go mod download) >&2
-log "modules ready after $(($(date +%s) - start)) s; compiling"
-
-( while sleep 30; do log "still compiling... $(($(date +%s) - start)) s"; done ) &
-heartbeat=$!
-trap 'kill $heartbeat 2>/dev/null || true' EXIT
-
-(cd "$here" && go build -trimpath -ldflags "$ldflags" -o "$out.partial/helm" helm.sh/helm/v3/cmd/helm) >&2
+go_build_with_progress "$here" "$ldflags" "$out.partial/helm" helm.sh/helm/v3/cmd/helm
 
 rm -rf "$out"
 mv "$out.partial" "$out"
-log "built in $(($(date +%s) - start)) s: $("$out/helm" version --short 2>&1 | head -1)"
+log "built: $("$out/helm" version --short 2>&1 | head -1)"
 echo "$out/helm"

@@ -13,7 +13,8 @@ K8S_VERSION=v1.34.2
 COMMANDS=(kcp kcp-front-proxy cache-server sharded-test-server)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-log() { printf '[kcp] %s\n' "$*" >&2; }
+LOG_LABEL=kcp
+source "$here/../lib/gobuild.sh"
 
 if [[ -n "${KCP_BIN_DIR:-}" ]]; then
   for c in "${COMMANDS[@]}"; do
@@ -27,7 +28,7 @@ fi
 command -v go >/dev/null || { log "Go is needed to build kcp from its modules (go 1.24 or newer)"; exit 1; }
 
 cache_root="${KCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcp-dependency-controller}"
-sum_id="$(cat "$here/go.sum" "$here/go.mod" "$here/build.sh" | sha256sum | cut -c1-12)" # content only: the same in every clone
+sum_id="$(content_key "$here/go.sum" "$here/go.mod" "$here/build.sh" "$here/../lib/gobuild.sh")"
 out="$cache_root/kcp-$KCP_VERSION-$sum_id/bin"
 
 have_all() { for c in "${COMMANDS[@]}"; do [[ -x "$out/$c" ]] || return 1; done; }
@@ -50,20 +51,11 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitCommit=$KCP_COMMIT -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
 done
 
-start=$(date +%s)
-(cd "$here" && go mod download) >&2
-log "modules ready after $(($(date +%s) - start)) s; compiling"
-
-# A heartbeat so a five-minute compile does not look like a hang.
-( while sleep 30; do log "still compiling... $(($(date +%s) - start)) s"; done ) &
-heartbeat=$!
-trap 'kill $heartbeat 2>/dev/null || true' EXIT
-
 pkgs=()
 for c in "${COMMANDS[@]}"; do pkgs+=("github.com/kcp-dev/kcp/cmd/$c"); done
-(cd "$here" && go build -trimpath -ldflags "$ldflags" -o "$out.partial/" "${pkgs[@]}") >&2
+go_build_with_progress "$here" "$ldflags" "$out.partial/" "${pkgs[@]}"
 
 rm -rf "$out"
 mv "$out.partial" "$out"
-log "built in $(($(date +%s) - start)) s: $("$out/kcp" --version 2>&1 | head -1)"
+log "built: $("$out/kcp" --version 2>&1 | head -1)"
 echo "$out"
