@@ -244,3 +244,30 @@ export function cacheWait(after: Sample[], before: Sample[]): { reads: number; w
     metricValue(before, `apiserver_watch_cache_read_wait_seconds_${suffix}`, labels);
   return { reads: d("count"), waitMs: d("sum") * 1000 };
 }
+
+export interface ListCounters {
+  /** Pages served from kcp's watch cache, and objects it looked at / returned for them. */
+  cacheLists: number;
+  cacheEvaluated: number;
+  cacheReturned: number;
+  /** Pages kcp delegated to etcd, and objects read from etcd for them. */
+  storageLists: number;
+  storageFetched: number;
+}
+
+/** kcp's list counters for the VM resource (any series whose labels name virtualmachines), `after − before`. */
+export function listCounters(after: Sample[], before: Sample[]): ListCounters | undefined {
+  if (after.length === 0 || before.length === 0) return undefined;
+  const sum = (s: Sample[], name: string) =>
+    s
+      .filter((x) => x.name === name && Object.values(x.labels).some((v) => v.includes("virtualmachines")))
+      .reduce((a, x) => a + x.value, 0);
+  const d = (name: string) => sum(after, name) - sum(before, name);
+  return {
+    cacheLists: d("apiserver_cache_list_total"),
+    cacheEvaluated: d("apiserver_cache_list_evaluated_objects_total"),
+    cacheReturned: d("apiserver_cache_list_returned_objects_total"),
+    storageLists: d("apiserver_storage_list_total"),
+    storageFetched: d("apiserver_storage_list_fetched_objects_total"),
+  };
+}

@@ -7,17 +7,22 @@
 // kcp serves these LISTs from its watch cache as consistent reads: right after any write the cache first waits to
 // be confirmed fresh (~100 ms here). So the main series are "settled" (each timed request comes ≥ settleMs after the
 // last write), and two extra series time an allowed DELETE and a bare LIST right after an unrelated write (a busy kcp).
+import { parseFieldPath } from "../src/fieldpath/fieldpath.ts";
+import type { Lookup } from "../src/webhook/decision.ts";
+import { LiveDependentFinder } from "../src/webhook/lookup.ts";
 import { VPCS, at, tryDelete, vm, vpc } from "../test/e2e/helpers.ts";
 import {
   cacheWait,
   countItems,
   cpuMsOf,
   createAll,
+  listCounters,
   ensureNamespace,
   scrapeKcp,
   scrapeWebhook,
   setProtection,
   type BenchEnv,
+  type ListCounters,
 } from "./env.ts";
 import {
   histogram,
@@ -49,7 +54,7 @@ export interface LatencyOptions {
   afterWrite: number;
   /** Pause after each write before the next timed request of the settled series. */
   settleMs: number;
-  /** Page sizes compared by bare LISTs at the largest N (the webhook uses 500), and LISTs per size. */
+  /** Page sizes compared by running the webhook's lookup code in-process at every N > 0, and lookups per size. */
   pageSizes: number[];
   pageSizeLists: number;
   concurrency: number;
@@ -87,7 +92,7 @@ export interface LatencyResult {
   ratios: Ratios;
   /** Mean CPU ms per operation of kcp, the webhook and this client (from /proc and process.cpuUsage; 10 ms ticks). */
   cpuMsPerOp: Record<Series, CpuPerOp>;
-  pageSizeProbe?: { limit: number; samplesMs: number[]; summary: Summary; cpuMsPerOp: CpuPerOp }[];
+  pageSizeProbe?: PageSizeProbe[];
   /**
    * kcp's watch-cache freshness wait for VM LISTs (webhook lookups and bare LISTs alike) in the protected blocks,
    * from kcp's apiserver_watch_cache_read_wait_seconds; undefined without kubectl.
@@ -95,6 +100,15 @@ export interface LatencyResult {
   kcpCacheWait?: { settled: CacheWait; afterWrite: CacheWait };
   toggleMs: number[];
   errors: string[];
+}
+
+export interface PageSizeProbe {
+  limit: number;
+  samplesMs: number[];
+  summary: Summary;
+  cpuMsPerOp: CpuPerOp;
+  /** kcp's list counters per LIST (all pages) for this page size; undefined without kubectl. */
+  kcpPerList?: ListCounters;
 }
 
 export interface CacheWait {
@@ -290,18 +304,9 @@ export async function runLatency(env: BenchEnv, opts: LatencyOptions): Promise<L
       step.lookup = add(step.lookup, delta(after, before, LOOKUP));
     }
     const result = toResult(n, vmsListed, step);
-    if (n === sorted.at(-1) && opts.pageSizes.length > 0 && opts.pageSizeLists > 0) {
-      env.log(`latency: bare LIST page-size probe at N=${n}: limits ${opts.pageSizes.join(", ")}`);
-      const probe = opts.pageSizes.map((limit) => ({ limit, samplesMs: [] as number[], cpu: new CpuMeter(env) }));
-      for (let i = 0; i < opts.pageSizeLists; i++) {
-        for (const p of probe) p.samplesMs.push((await p.cpu.time(() => bareList(p.limit)))[0]);
-      }
-      result.pageSizeProbe = probe.map((p) => ({
-        limit: p.limit,
-        samplesMs: p.samplesMs,
-        summary: summarize(p.samplesMs),
-        cpuMsPerOp: p.cpu.perOp(),
-      }));
+    if (n > 0 && opts.pageSizes.length > 0 && opts.pageSizeLists > 0) {
+      env.log(`latency: lookup page-size probe at N=${n}: limits ${opts.pageSizes.join(", ")}`);
+      result.pageSizeProbe = await probePageSizes(env, opts);
     }
     const s = result.summary;
     env.log(
@@ -312,6 +317,61 @@ export async function runLatency(env: BenchEnv, opts: LatencyOptions): Promise<L
   }
   if (!protectedNow) await setProtection(env, true);
   return results;
+}
+
+/**
+ * The webhook's own lookup (LiveDependentFinder, src/webhook/lookup.ts) run in this process with the webhook's
+ * identity at each page size, interleaved, for a VPC nothing references (every page is read); kcp's list counters
+ * are scraped around each lookup. This is the A/B bench for the finder's page size.
+ */
+async function probePageSizes(env: BenchEnv, opts: LatencyOptions): Promise<PageSizeProbe[]> {
+  const path = parseFieldPath(".spec.vpcRef.name");
+  if (!path.ok) throw new Error(path.error);
+  const lookup: Lookup = {
+    consumer: env.topo.clusters.consumer1,
+    dependent: { group: "compute.test.io", version: "v1", resource: "virtualmachines", kind: "VirtualMachine" },
+    namespace: LATENCY_NS,
+    name: "nobody-references-this-vpc",
+    fieldPaths: [path.path],
+    rules: ["bench"],
+  };
+  const probe = opts.pageSizes.map((limit) => ({
+    finder: new LiveDependentFinder({ base: env.webhookIdentity, pageSize: limit }),
+    limit,
+    samplesMs: [] as number[],
+    cpu: new CpuMeter(env),
+    counters: [] as (ListCounters | undefined)[],
+  }));
+  for (let i = 0; i < opts.pageSizeLists; i++) {
+    for (const p of probe) {
+      const before = scrapeKcp(env);
+      const [wall, found] = await p.cpu.time(() => p.finder.find(lookup));
+      if (found.dependents.length > 0) throw new Error(`lookup found ${found.dependents.length} dependents, want none`);
+      p.samplesMs.push(wall);
+      p.counters.push(listCounters(scrapeKcp(env), before));
+    }
+  }
+  return probe.map((p) => {
+    const known = p.counters.filter((c): c is ListCounters => c !== undefined);
+    const mean = (k: keyof ListCounters) => known.reduce((a, c) => a + c[k], 0) / known.length;
+    return {
+      limit: p.limit,
+      samplesMs: p.samplesMs,
+      summary: summarize(p.samplesMs),
+      cpuMsPerOp: p.cpu.perOp(),
+      ...(known.length === p.counters.length && known.length > 0
+        ? {
+            kcpPerList: {
+              cacheLists: mean("cacheLists"),
+              cacheEvaluated: mean("cacheEvaluated"),
+              cacheReturned: mean("cacheReturned"),
+              storageLists: mean("storageLists"),
+              storageFetched: mean("storageFetched"),
+            },
+          }
+        : {}),
+    };
+  });
 }
 
 function toResult(n: number, vmsListed: number, step: Step): LatencyResult {

@@ -24,6 +24,7 @@ export const HEADINGS = {
   latency: "1. DELETE latency vs. dependents (ms)",
   ratios: "1b. Ratios",
   cpu: "1c. CPU per operation (ms): where the time goes",
+  pageSize: "1d. The webhook's lookup code in-process, by page size (ms; kcp's list counters per lookup)",
   teardown: "2. Namespace teardown",
   rule: "3. Rule to protection (ms)",
   memory: "4. Memory (MiB, VmRSS / peak VmHWM)",
@@ -66,9 +67,46 @@ export function latencyTable(results: LatencyResult[]): string {
     ] as const) {
       rows.push(["", label, String(h.count), f(h.p50Ms), f(h.p95Ms), f(h.p99Ms), f(h.meanMs)]);
     }
-    for (const p of r.pageSizeProbe ?? []) rows.push(sumRow("", `bare LIST, limit ${p.limit}`, p.summary));
   }
   return table(["N", "series", "n", "p50", "p95", "p99", "mean"], rows);
+}
+
+export function pageSizeTable(results: LatencyResult[]): string {
+  const rows: string[][] = [];
+  for (const r of results) {
+    for (const [i, p] of (r.pageSizeProbe ?? []).entries()) {
+      const k = p.kcpPerList;
+      rows.push([
+        i === 0 ? String(r.n) : "",
+        String(p.limit),
+        String(p.summary.n),
+        f(p.summary.p50),
+        f(p.summary.mean),
+        f(p.cpuMsPerOp.kcp),
+        f(p.cpuMsPerOp.client),
+        k ? f(k.cacheLists, 0) : "–",
+        k ? f(k.cacheEvaluated, 0) : "–",
+        k ? f(k.storageLists, 0) : "–",
+        k ? f(k.storageFetched, 0) : "–",
+      ]);
+    }
+  }
+  return table(
+    [
+      "N",
+      "limit",
+      "n",
+      "p50",
+      "mean",
+      "kcp CPU",
+      "lookup CPU",
+      "cache pages",
+      "cache objs evaluated",
+      "etcd pages",
+      "etcd objs fetched",
+    ],
+    rows,
+  );
 }
 
 export function ratioTable(results: LatencyResult[]): string {
@@ -119,13 +157,6 @@ export function cpuTable(results: LatencyResult[]): string {
     rows.push(row("", "bare LIST (limit 500)", c.bareList, r.summary.bareList.mean));
     rows.push(row("", "DELETE allowed, after a write", c.afterWriteDelete, r.summary.afterWriteDelete.mean));
     rows.push(row("", "bare LIST, after a write", c.afterWriteList, r.summary.afterWriteList.mean));
-    const w = r.kcpCacheWait;
-    if (w) {
-      const per = (x: { reads: number; waitMs: number }) => `${f(x.waitMs / x.reads)} ms × ${x.reads} reads`;
-      rows.push(["", `kcp cache wait per VM LIST: settled ${per(w.settled)}, after a write ${per(w.afterWrite)}`]);
-    }
-    for (const p of r.pageSizeProbe ?? [])
-      rows.push(row("", `bare LIST, limit ${p.limit}`, p.cpuMsPerOp, p.summary.mean));
   }
   const per = (x: { reads: number; waitMs: number }) => `${f(x.waitMs / x.reads)} ms over ${x.reads} reads`;
   const waits = results.flatMap((r) =>
@@ -144,6 +175,7 @@ export function teardownTable(results: TeardownResult[]): string {
     String(r.n),
     r.protected ? "webhook on" : "webhook off",
     f(r.teardownMs / 1000, 2),
+    r.protected ? x(r.teardownMs / (results.find((o) => o.n === r.n && !o.protected)?.teardownMs ?? NaN)) : "",
     String(r.webhookCalls.allowed),
     String(r.webhookCalls.denied),
     String(r.webhookCalls.errored),
@@ -157,6 +189,7 @@ export function teardownTable(results: TeardownResult[]): string {
       "pairs",
       "",
       "gone after s",
+      "on/off",
       "calls allowed",
       "denied",
       "errored",
@@ -203,6 +236,7 @@ export function render(rep: BenchReport): string {
     out.push("call overhead = protected allowed mean − unprotected mean − webhook decision mean (kcp → webhook → kcp)");
     out.push("", HEADINGS.cpu, cpuTable(rep.latency));
     out.push("CPU from /proc/<pid>/stat (kcp, webhook) and process.cpuUsage (client) around each request; 10 ms ticks");
+    if (rep.latency.some((l) => l.pageSizeProbe)) out.push("", HEADINGS.pageSize, pageSizeTable(rep.latency));
   }
   if (rep.teardown) out.push("", HEADINGS.teardown, teardownTable(rep.teardown));
   if (rep.rule) out.push("", HEADINGS.rule, ruleTable(rep.rule));

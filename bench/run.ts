@@ -6,7 +6,7 @@
 //   --n=0,100,1000,10000    dependents per latency step       --deletes=200  allowed DELETEs per N and mode
 //   --denied=200            denied DELETEs per N              --lists=50     bare LISTs per N
 //   --after-write=50        DELETEs and LISTs per N timed right after a write    --settle-ms=150  pause after writes
-//   --page-sizes=250,500,1000,5000 --page-size-lists=10       bare LIST page-size probe at the largest N
+//   --page-sizes=500,1000,2000,5000 --page-size-lists=10      the webhook's lookup code by page size, every N > 0
 //   --teardown=100,500,2000 VPC/VM pairs per namespace        --teardown-timeout=600 seconds per teardown
 //   --trials=20             rule-to-protection trials         --rules=100    rules loaded for the memory reading
 //   --concurrency=24        POSTs in flight while creating    --out=bench/results   directory for the JSON
@@ -33,7 +33,7 @@ const FULL = {
   lists: "50",
   "after-write": "50",
   "settle-ms": "150",
-  "page-sizes": "250,500,1000,5000",
+  "page-sizes": "500,1000,2000,5000",
   "page-size-lists": "10",
   teardown: "100,500,2000",
   "teardown-timeout": "600",
