@@ -9,7 +9,7 @@
 // last write), and two extra series time an allowed DELETE and a bare LIST right after an unrelated write (a busy kcp).
 import { parseFieldPath } from "../src/fieldpath/fieldpath.ts";
 import type { Lookup } from "../src/webhook/decision.ts";
-import { LiveDependentFinder } from "../src/webhook/lookup.ts";
+import { DEFAULT_PAGE_SIZE, LiveDependentFinder } from "../src/webhook/lookup.ts";
 import { VPCS, at, tryDelete, vm, vpc } from "../test/e2e/helpers.ts";
 import {
   cacheWait,
@@ -219,7 +219,7 @@ export async function runLatency(env: BenchEnv, opts: LatencyOptions): Promise<L
   await ensureNamespace(ws, LATENCY_NS);
   await createAll(ws, [vpc(HELD_VPC, LATENCY_NS), vm("zz-held-vm", { vpc: HELD_VPC }, LATENCY_NS)]);
   const listPath = `/clusters/${env.topo.clusters.consumer1}/apis/compute.test.io/v1/namespaces/${LATENCY_NS}/virtualmachines`;
-  const bareList = (limit = 500) => env.webhookIdentity.listPages(listPath, () => undefined, { limit });
+  const bareList = (limit = DEFAULT_PAGE_SIZE) => env.webhookIdentity.listPages(listPath, () => undefined, { limit });
   const results: LatencyResult[] = [];
   let protectedNow = true;
   let have = 0;

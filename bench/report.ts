@@ -1,4 +1,5 @@
 // The readable side of a run: plain-text tables on stdout. The JSON file holds the raw samples.
+import { DEFAULT_PAGE_SIZE } from "../src/webhook/lookup.ts";
 import type { MachineFacts } from "./env.ts";
 import type { LatencyResult } from "./latency.ts";
 import type { MemorySnapshot } from "./memory.ts";
@@ -57,7 +58,7 @@ export function latencyTable(results: LatencyResult[]): string {
     rows.push(sumRow(n, "DELETE protected, allowed", r.summary.protectedAllowed));
     rows.push(sumRow("", "DELETE protected, denied (ref on last page)", r.summary.protectedDenied));
     rows.push(sumRow("", "DELETE unprotected (kcp alone)", r.summary.unprotected));
-    rows.push(sumRow("", "bare paginated LIST of the VMs (limit 500)", r.summary.bareList));
+    rows.push(sumRow("", `bare paginated LIST of the VMs (limit ${DEFAULT_PAGE_SIZE})`, r.summary.bareList));
     rows.push(sumRow("", "DELETE protected, allowed, right after a write", r.summary.afterWriteDelete));
     rows.push(sumRow("", "bare LIST, right after a write", r.summary.afterWriteList));
     for (const [label, h] of [
@@ -154,7 +155,7 @@ export function cpuTable(results: LatencyResult[]): string {
     rows.push(row(String(r.n), "DELETE protected, allowed", c.protectedAllowed, r.summary.protectedAllowed.mean));
     rows.push(row("", "DELETE protected, denied", c.protectedDenied, r.summary.protectedDenied.mean));
     rows.push(row("", "DELETE unprotected", c.unprotected, r.summary.unprotected.mean));
-    rows.push(row("", "bare LIST (limit 500)", c.bareList, r.summary.bareList.mean));
+    rows.push(row("", `bare LIST (limit ${DEFAULT_PAGE_SIZE})`, c.bareList, r.summary.bareList.mean));
     rows.push(row("", "DELETE allowed, after a write", c.afterWriteDelete, r.summary.afterWriteDelete.mean));
     rows.push(row("", "bare LIST, after a write", c.afterWriteList, r.summary.afterWriteList.mean));
   }

@@ -15,6 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { DEFAULT_PAGE_SIZE } from "../src/webhook/lookup.ts";
 import { REPO_ROOT } from "../test/kcp/harness.ts";
 import { machineFacts, startBench, stopBench } from "./env.ts";
 import { LATENCY_NS, runLatency } from "./latency.ts";
@@ -111,7 +112,7 @@ async function main(): Promise<number> {
         "DELETEs addressed by workspace path (root:consumer1) like kubectl; requests are sequential",
       "unprotected = the DependencyRule deleted and the controller's VWC gone (kcp's own DELETE cost); " +
         "blocks alternate protected/unprotected/unprotected/protected per N",
-      "bare LIST = the webhook's own identity and URL (logical cluster, namespace, limit=500, all pages), " +
+      `bare LIST = the webhook's own identity and URL (logical cluster, namespace, limit=${DEFAULT_PAGE_SIZE}, all pages), ` +
         "parsed as JSON: the floor a live lookup cannot beat",
       "kcp serves the lookup's LIST from its watch cache as a consistent read, which first waits for the cache to " +
         "be confirmed fresh after any write; settled series leave settle-ms after each write, 'after a write' " +

@@ -131,8 +131,8 @@ describe("LiveDependentFinder", () => {
     const found = await finder.find(lookup({ dependent: things, namespace: "default" }), 10);
     assert.deepEqual(found, { dependents: [{ name: "t1" }], complete: true });
     assert.deepEqual(requests, [
-      "/clusters/consumer1/apis/x.io/v1/namespaces/default/clusterthings?limit=500",
-      "/clusters/consumer1/apis/x.io/v1/clusterthings?limit=500",
+      "/clusters/consumer1/apis/x.io/v1/namespaces/default/clusterthings?limit=1000",
+      "/clusters/consumer1/apis/x.io/v1/clusterthings?limit=1000",
     ]);
   });
 
