@@ -1,7 +1,7 @@
 // The one typed source of DependencyRule's OpenAPI v3 schema. The kcp manifests (deploy/kcp/) are generated from it
 // and the controller validates observed rules against it, so what kcp refuses and what the controller reports agree.
 // Spec fields, patterns and lengths are the Go original's (original.md §1) so its manifests apply unchanged; the only
-// tightening is `dependencies` minItems 1, and fieldRef.path is widened to allow `[*]` and `[n]`.
+// tightenings are `dependencies` minItems 1 and maxItems, and fieldRef.path is widened to allow `[*]` and `[n]`.
 import { FIELD_PATH_PATTERN } from "../fieldpath/fieldpath.ts";
 import { CONDITION_TYPES } from "./types.ts";
 
@@ -31,6 +31,9 @@ export interface PrinterColumn {
   description?: string;
   priority?: number;
 }
+
+/** Most `spec.dependencies` entries a rule may have (see the schema description for why there is a cap). */
+export const MAX_DEPENDENCIES = 32;
 
 /** DNS-subdomain-like names (API groups, APIExport names). */
 export const DNS_SUBDOMAIN_PATTERN = "^[a-z]([-a-z0-9]*[a-z0-9])?(\\.[a-z]([-a-z0-9]*[a-z0-9])?)*$";
@@ -146,8 +149,12 @@ export const SPEC_SCHEMA: JSONSchemaProps = {
     dependent: dependentSchema,
     dependencies: {
       type: "array",
-      description: "The resources the dependent refers to. At least one.",
+      description:
+        `The resources the dependent refers to: at least one, at most ${MAX_DEPENDENCIES}. The cap bounds the work ` +
+        "one rule adds to every protected DELETE (each entry is a field path evaluated on every dependent) and the " +
+        "size of the webhook configurations it contributes to.",
       minItems: 1,
+      maxItems: MAX_DEPENDENCIES,
       items: dependencySchema,
     },
   },

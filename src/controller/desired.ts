@@ -9,8 +9,9 @@ import {
   VWC_NAME,
   WEBHOOK_NAME,
 } from "../api/types.ts";
+import type { GroupVersionResource, ParsedRule } from "../api/rule.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
-import type { GroupVersionResource, ParsedRule } from "./rules.ts";
+import { canonicalJson, compareStrings as cmp } from "../util/json.ts";
 
 export const WEBHOOK_TIMEOUT_SECONDS = 10;
 
@@ -51,6 +52,8 @@ export interface DesiredInput {
   webhookBaseUrl: string;
   /** base64 of the PEM bundle; omitted means kcp's system trust roots. */
   caBundle?: string;
+  /** Dependencies not to install, e.g. whose rule's dependent or whose own export definitely fails its check. */
+  excluded?: (rule: ParsedRule, dep: ParsedRule["dependencies"][number]) => boolean;
 }
 
 export interface DesiredState {
@@ -64,7 +67,11 @@ export function webhookUrl(base: string, cluster: LogicalClusterName): string {
   return `${base.replace(/\/+$/, "")}/validate/${cluster}`;
 }
 
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+/**
+ * On each configuration: the workspace paths (comma-separated, sorted) that resolved to its workspace. After a
+ * restart, while a path cannot be resolved for a transient reason, this tells which configuration must be kept.
+ */
+export const WORKSPACE_PATHS_ANNOTATION = "dependencies.opendefense.cloud/workspace-paths";
 
 function compareGvr(a: GroupVersionResource, b: GroupVersionResource): number {
   return cmp(a.group, b.group) || cmp(a.version, b.version) || cmp(a.resource, b.resource);
@@ -88,11 +95,16 @@ export function buildConfiguration(
   targets: Iterable<GroupVersionResource>,
   webhookBaseUrl: string,
   caBundle?: string,
+  paths: readonly string[] = [],
 ): ValidatingWebhookConfiguration {
   return {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingWebhookConfiguration",
-    metadata: { name: VWC_NAME, labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } },
+    metadata: {
+      name: VWC_NAME,
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
+      annotations: { [WORKSPACE_PATHS_ANNOTATION]: [...new Set(paths)].sort(cmp).join(",") },
+    },
     webhooks: [
       {
         name: WEBHOOK_NAME,
@@ -111,16 +123,16 @@ export function buildConfiguration(
 /** The union, per provider cluster, of what all rules protect there. Unresolved paths contribute nothing. */
 export function desiredConfigurations(input: DesiredInput): DesiredState {
   const targets = new Map<LogicalClusterName, GroupVersionResource[]>();
+  const pathsOf = new Map<LogicalClusterName, string[]>();
   const contributions = new Map<string, Set<LogicalClusterName>>();
   for (const rule of input.rules) {
     const clusters = new Set<LogicalClusterName>();
     for (const dep of rule.dependencies) {
       const res = input.resolutions.get(dep.path);
-      if (!res?.ok) continue;
+      if (!res?.ok || input.excluded?.(rule, dep)) continue;
       clusters.add(res.cluster);
-      const list = targets.get(res.cluster) ?? [];
-      list.push(dep.target);
-      targets.set(res.cluster, list);
+      targets.set(res.cluster, [...(targets.get(res.cluster) ?? []), dep.target]);
+      pathsOf.set(res.cluster, [...(pathsOf.get(res.cluster) ?? []), dep.path]);
     }
     contributions.set(ruleKeyString(rule.key), clusters);
   }
@@ -128,7 +140,13 @@ export function desiredConfigurations(input: DesiredInput): DesiredState {
   for (const cluster of [...targets.keys()].sort()) {
     configurations.set(
       cluster,
-      buildConfiguration(cluster, targets.get(cluster) ?? [], input.webhookBaseUrl, input.caBundle),
+      buildConfiguration(
+        cluster,
+        targets.get(cluster) ?? [],
+        input.webhookBaseUrl,
+        input.caBundle,
+        pathsOf.get(cluster) ?? [],
+      ),
     );
   }
   return { configurations, contributions };
@@ -163,15 +181,19 @@ export function differences(
   if (!want) return [];
   if (have.length !== 1 || !got || got.name !== want.name) return ["webhooks changed"];
   const reasons: string[] = [];
+  // Compared as canonical JSON: kcp answers with its own key order, and that is no change.
   const normRules = (rules: WebhookRule[] | undefined): string =>
-    JSON.stringify((rules ?? []).map((r) => ({ ...r, scope: r.scope ?? "*" })));
+    canonicalJson((rules ?? []).map((r) => ({ ...r, scope: r.scope ?? "*" })));
   if (normRules(got.rules) !== normRules(want.rules)) reasons.push("rules changed");
+  const paths = (c: ValidatingWebhookConfiguration): string =>
+    c.metadata.annotations?.[WORKSPACE_PATHS_ANNOTATION] ?? "";
+  if (paths(existing) !== paths(desired)) reasons.push("workspace paths changed");
   if (got.clientConfig?.url !== want.clientConfig.url || got.clientConfig?.service !== undefined)
     reasons.push("url changed");
   if ((got.clientConfig?.caBundle ?? "") !== (want.clientConfig.caBundle ?? "")) reasons.push("caBundle changed");
   // Anything else we set, or that would narrow what the webhook sees, is put back: the configuration is ours.
   const settings = (w: ValidatingWebhook): string =>
-    JSON.stringify([
+    canonicalJson([
       w.failurePolicy ?? "Fail",
       w.sideEffects,
       w.admissionReviewVersions,
@@ -187,10 +209,28 @@ export function differences(
 
 export interface PlanOptions {
   /**
-   * False when some rule's workspace could not be resolved for a transient reason: that workspace's configuration
-   * is then missing from `desired` but must not be deleted, so this pass deletes nothing.
+   * Workspaces whose configuration must not be deleted this pass although no rule wants it: a path that named them
+   * cannot be resolved right now for a transient reason. Every other workspace is pruned as usual.
    */
-  allowDeletes: boolean;
+  keep: ReadonlySet<LogicalClusterName>;
+}
+
+/**
+ * The workspaces to keep while `transientPaths` cannot be resolved: those whose configuration lists one of them in
+ * its paths annotation. A configuration without the annotation (written by an older version) could serve any path,
+ * so it is kept too while any path is in doubt.
+ */
+export function keptWorkspaces(
+  existing: readonly ExistingConfiguration[],
+  transientPaths: readonly string[],
+): Set<LogicalClusterName> {
+  const keep = new Set<LogicalClusterName>();
+  if (transientPaths.length === 0) return keep;
+  for (const e of existing) {
+    const listed = e.object.metadata.annotations?.[WORKSPACE_PATHS_ANNOTATION];
+    if (listed === undefined || listed.split(",").some((p) => transientPaths.includes(p))) keep.add(e.cluster);
+  }
+  return keep;
 }
 
 /**
@@ -219,23 +259,26 @@ export function planActions(
       // Keep others' labels and annotations and the resourceVersion (optimistic concurrency); replace the webhooks.
       object: {
         ...want,
-        metadata: { ...meta, labels: { ...meta.labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } },
+        metadata: {
+          ...meta,
+          labels: { ...meta.labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
+          annotations: { ...meta.annotations, ...want.metadata.annotations },
+        },
       },
       reason: reasons.join(", "),
     });
   }
-  if (opts.allowDeletes) {
-    for (const e of ours) {
-      const want = desired.get(e.cluster);
-      if (want && want.metadata.name === e.object.metadata.name) continue;
-      actions.push({
-        kind: "delete",
-        cluster: e.cluster,
-        name: e.object.metadata.name,
-        ...(e.object.metadata.uid ? { uid: e.object.metadata.uid } : {}),
-        reason: want ? `unexpected name (ours is ${VWC_NAME})` : "no rule protects resources in this workspace",
-      });
-    }
+  for (const e of ours) {
+    const want = desired.get(e.cluster);
+    if (want && want.metadata.name === e.object.metadata.name) continue;
+    if (!want && opts.keep.has(e.cluster)) continue;
+    actions.push({
+      kind: "delete",
+      cluster: e.cluster,
+      name: e.object.metadata.name,
+      ...(e.object.metadata.uid ? { uid: e.object.metadata.uid } : {}),
+      reason: want ? `unexpected name (ours is ${VWC_NAME})` : "no rule protects resources in this workspace",
+    });
   }
   const order = (a: Action): string => `${a.cluster}/${a.kind === "delete" ? a.name : a.object.metadata.name}`;
   return actions.sort((a, b) => cmp(order(a), order(b)));

@@ -21,12 +21,13 @@ import {
   desiredConfigurations,
   type ExistingConfiguration,
   isOurs,
+  keptWorkspaces,
   planActions,
   type ValidatingWebhookConfiguration,
 } from "./desired.ts";
 import type { PassResult } from "./loop.ts";
 import type { ControllerMetrics } from "./metrics.ts";
-import { parseRule, type ParsedRule } from "./rules.ts";
+import { parseRule, referencedPaths, type ParsedRule } from "../api/rule.ts";
 import { computeStatus, type InstallResult, statusChanged } from "./status.ts";
 
 export const VWC_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
@@ -119,7 +120,7 @@ export class Reconciler {
     metrics.rules.set(rules.length);
 
     const resolutions = await this.resolveAll(rules.map((r) => r.parsed));
-    const transient = [...resolutions.values()].some((r) => !r.ok && r.transient === true);
+    const transientPaths = [...resolutions].filter(([, r]) => !r.ok && r.transient === true).map(([p]) => p);
     const caBundle = this.d.caBundle();
     const desired = desiredConfigurations({
       rules: rules.map((r) => r.parsed),
@@ -144,7 +145,7 @@ export class Reconciler {
     for (const [p, r] of [...resolutions].sort(([a], [b]) => (a < b ? -1 : 1)))
       if (r.ok) pathsOf.set(r.cluster, [...(pathsOf.get(r.cluster) ?? []), p]);
 
-    const actions = planActions(desired.configurations, existing, { allowDeletes: !transient });
+    const actions = planActions(desired.configurations, existing, { keep: keptWorkspaces(existing, transientPaths) });
     const installs = new Map<LogicalClusterName, InstallResult>();
     for (const cluster of desired.configurations.keys()) installs.set(cluster, { ok: true });
     let incomplete = false;
@@ -194,17 +195,17 @@ export class Reconciler {
   }
 
   private async resolveAll(rules: readonly ParsedRule[]): Promise<Map<string, Resolution>> {
-    const paths = [...new Set(rules.flatMap((r) => r.dependencies.map((d) => d.path as string)))].sort();
+    const paths = referencedPaths(rules);
     const results = await Promise.all(paths.map((p) => this.d.resolver.resolve(p)));
     const map = new Map<string, Resolution>();
     paths.forEach((p, i) => {
       const r = results[i]!;
       map.set(p, r);
-      if (!r.ok) {
+      if (!r.ok || r.stale) {
         this.d.metrics.errors.inc({ reason: "resolve_workspace" });
         this.d.logger.warn(
-          { workspace: p, reason: r.reason, transient: r.transient === true },
-          "workspace path not resolved",
+          { workspace: p, reason: r.ok ? r.stale : r.reason, transient: r.ok || r.transient === true },
+          r.ok ? "workspace path not resolved; keeping its last logical cluster" : "workspace path not resolved",
         );
       }
     });

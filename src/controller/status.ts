@@ -7,7 +7,7 @@ import {
   type LogicalClusterName,
 } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
-import type { ParsedRule } from "./rules.ts";
+import type { ParsedRule } from "../api/rule.ts";
 
 export type InstallResult = { ok: true } | { ok: false; error: string };
 

@@ -1,6 +1,10 @@
 // Resolves workspace paths (`root:org:team`) to logical cluster names by reading each Workspace object in its parent.
 // Cached with a TTL and dropped on demand, so a workspace deleted and recreated under the same path (a new logical
 // cluster) is found again instead of being written to forever under its old name.
+//
+// Two kinds of failure, because callers must treat them differently: a definite answer ("not found", "being
+// deleted") means the path names no workspace and protects nothing; a transient one (no permission, kcp unreachable)
+// says nothing about the workspace, so the last good answer is kept and returned, marked `stale`.
 import type { LogicalClusterName, WorkspacePath } from "../api/types.ts";
 import { isApiError, type RestClient } from "./rest.ts";
 
@@ -10,7 +14,9 @@ export const WORKSPACE_PATH_PATTERN = /^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$/;
  * `transient` marks failures that say nothing about the workspace itself (no permission, network, server error):
  * callers must not conclude the workspace is gone and, e.g., delete what they installed there.
  */
-export type Resolution = { ok: true; cluster: LogicalClusterName } | { ok: false; reason: string; transient?: boolean };
+export type Resolution =
+  | { ok: true; cluster: LogicalClusterName; /** Why this is the last good answer, not a fresh one. */ stale?: string }
+  | { ok: false; reason: string; transient?: boolean };
 
 interface Workspace {
   metadata: { name: string; deletionTimestamp?: string };
@@ -28,6 +34,8 @@ export interface WorkspaceResolverOptions {
 
 export class WorkspaceResolver {
   private readonly cache = new Map<string, { cluster: LogicalClusterName; at: number }>();
+  /** Last successful answer per path, kept through transient failures (not through definite ones). */
+  private readonly lastGood = new Map<string, LogicalClusterName>();
   private readonly base: RestClient;
   private readonly ttlMs: number;
   private readonly now: () => number;
@@ -50,20 +58,39 @@ export class WorkspaceResolver {
     const hit = this.cache.get(path);
     if (hit && this.now() - hit.at < this.ttlMs) return { ok: true, cluster: hit.cluster };
 
+    const result = await this.read(path, segments);
+    if (result.ok) {
+      this.cache.set(path, { cluster: result.cluster, at: this.now() });
+      this.lastGood.set(path, result.cluster);
+      return result;
+    }
+    this.cache.delete(path);
+    if (!result.transient) {
+      this.lastGood.delete(path);
+      return result;
+    }
+    const last = this.lastGood.get(path);
+    return last ? { ok: true, cluster: last, stale: result.reason } : result;
+  }
+
+  private async read(path: string, segments: string[]): Promise<Resolution> {
     const parent = segments.slice(0, -1).join(":");
     const name = segments[segments.length - 1] ?? "";
     let ws: Workspace;
     try {
       ws = await this.base.get<Workspace>(`/clusters/${parent}/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`);
     } catch (err) {
-      this.cache.delete(path);
       if (isApiError(err, 404)) return { ok: false, reason: `workspace ${path} not found` };
-      if (isApiError(err, 403))
+      if (isApiError(err, 403)) {
+        // kcp answers 403 for anything inside a workspace that does not exist: a missing parent is a definite answer.
+        const up = parent === "root" ? undefined : await this.resolve(parent);
+        if (up && !up.ok && !up.transient) return { ok: false, reason: `workspace ${path} not found (${up.reason})` };
         return {
           ok: false,
           transient: true,
           reason: `not allowed to read workspace ${path}: grant get on tenancy.kcp.io workspaces and the access verb in ${parent}`,
         };
+      }
       return { ok: false, transient: true, reason: `reading workspace ${path}: ${(err as Error).message}` };
     }
     if (ws.metadata.deletionTimestamp) return { ok: false, reason: `workspace ${path} is being deleted` };
@@ -73,7 +100,6 @@ export class WorkspaceResolver {
         ok: false,
         reason: `workspace ${path} has no logical cluster yet (phase ${ws.status?.phase ?? "unknown"})`,
       };
-    this.cache.set(path, { cluster: cluster as LogicalClusterName, at: this.now() });
     return { ok: true, cluster: cluster as LogicalClusterName };
   }
 

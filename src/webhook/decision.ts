@@ -4,6 +4,7 @@
 // Nothing here reads the network, the clock or a logger, so every branch is a table test.
 import { references, type FieldPath } from "../fieldpath/fieldpath.ts";
 import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
+import { asRecord, nonEmptyString } from "../util/json.ts";
 import type { DependentType, RuleMatch } from "./registry.ts";
 
 /** The fields of an admission.k8s.io/v1 AdmissionRequest the decision reads (see kcp.md D). */
@@ -44,6 +45,8 @@ export type Decision =
       message: string;
       /** Every blocker found (deduplicated, sorted), for logs; the message lists at most MAX_LISTED_BLOCKERS. */
       blockers?: string[];
+      /** For the log only: rule keys, workspaces and kcp error texts the deleter must not be shown. */
+      detail?: string;
     };
 
 /** The object being deleted. */
@@ -63,8 +66,10 @@ export interface Lookup {
   namespace?: string;
   name: string;
   fieldPaths: readonly FieldPath[];
-  /** Keys of the rules that asked for this lookup, for error messages. */
+  /** Keys of the rules that asked for this lookup, for the log. */
   rules: readonly string[];
+  /** Set when the dependent type is the target's own type: the target never counts as its own blocker. */
+  self?: { namespace?: string; name: string };
 }
 
 export type Plan = { kind: "decided"; decision: Decision } | { kind: "lookup"; target: Target; lookups: Lookup[] };
@@ -84,6 +89,11 @@ export type LookupResult = { ok: true; dependents: Dependent[]; complete: boolea
 /** How many blockers a deny message names before "and N more". */
 export const MAX_LISTED_BLOCKERS = 10;
 
+/** 503 while a rule for this resource waits for its provider workspace to resolve; names nobody else's rule. */
+export function pendingMessage(resource: string, name: string): string {
+  return `cannot check ${resource}/${name} yet: a dependency rule for ${resource} is still being loaded, retry in a few seconds`;
+}
+
 export const NOT_SYNCED_MESSAGE = "dependency webhook is starting: rule registry not yet synced, retry later";
 
 /** Logical cluster names are lowercase alphanumerics (and `system:` names); they go into a URL path. */
@@ -92,18 +102,14 @@ const LOGICAL_CLUSTER_RE = /^[a-z0-9]([a-z0-9:-]*[a-z0-9])?$/;
 const allow = (reason: DecisionReason, warnings?: string[]): Decision =>
   warnings ? { allowed: true, reason, warnings } : { allowed: true, reason };
 
-function deny(reason: DecisionReason, code: number, statusReason: StatusReason, message: string): Decision {
+type Denial = Extract<Decision, { allowed: false }>;
+
+function deny(reason: DecisionReason, code: number, statusReason: StatusReason, message: string): Denial {
   return { allowed: false, reason, code, statusReason, message };
 }
 
 const badRequest = (message: string): Decision => deny("bad-request", 400, "BadRequest", message);
 const decided = (decision: Decision): Plan => ({ kind: "decided", decision });
-
-function asRecord(v: unknown): Record<string, unknown> | undefined {
-  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-}
-
-const nonEmptyString = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
 /**
  * Step one. `rules` is the registry's match for this request's provider and group/resource, or "not-synced" while
@@ -144,13 +150,15 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
   const namespace = objectNs ?? requestNs;
   const resource = request.resource.resource;
 
-  if (rules.unresolved.length > 0) {
-    const why = rules.unresolved
-      .map(
-        (u) => `rule ${u.rule} depends on workspace ${JSON.stringify(u.path)}, which cannot be resolved: ${u.reason}`,
-      )
+  if (rules.pending.length > 0) {
+    // The deleter may not see other tenants' rules or workspaces: those go to the log only.
+    const detail = rules.pending
+      .map((u) => `rule ${u.rule}: workspace ${JSON.stringify(u.path)}: ${u.reason}`)
       .join("; ");
-    return decided(deny("unresolved-rule", 503, "ServiceUnavailable", `cannot check ${resource}/${name}: ${why}`));
+    return decided({
+      ...deny("unresolved-rule", 503, "ServiceUnavailable", pendingMessage(resource, name)),
+      detail,
+    });
   }
   if (rules.entries.length === 0) return decided(allow("no-rules"));
 
@@ -172,6 +180,7 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
       if (!existing.rules.includes(entry.rule)) existing.rules.push(entry.rule);
       continue;
     }
+    const sameType = d.group === request.resource.group && d.resource === resource;
     lookups.set(key, {
       consumer: target.consumer,
       dependent: d,
@@ -179,6 +188,7 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
       name,
       fieldPaths: [...entry.fieldPaths],
       rules: [entry.rule],
+      ...(sameType ? { self: { ...(namespace ? { namespace } : {}), name } } : {}),
     });
   }
   return { kind: "lookup", target, lookups: [...lookups.values()] };
@@ -193,6 +203,7 @@ export function matchingDependents(items: readonly unknown[], lookup: Lookup): D
     const name = nonEmptyString(meta["name"]);
     if (name === undefined) continue;
     const namespace = nonEmptyString(meta["namespace"]);
+    if (lookup.self && lookup.self.name === name && lookup.self.namespace === namespace) continue;
     out.push(namespace ? { namespace, name } : { name });
   }
   return out;
@@ -217,16 +228,16 @@ export function denyMessage(target: Target, blockers: readonly string[], complet
 export function decide(plan: LookupPlan, results: readonly LookupResult[]): Decision {
   const { target } = plan;
   const errors: string[] = [];
+  const failed: string[] = [];
   const blockers = new Set<string>();
   let complete = true;
   plan.lookups.forEach((lookup, i) => {
     const result = results[i];
     const d = lookup.dependent;
     const what = `${d.resource}${d.group ? "." + d.group : ""}/${d.version}`;
-    if (result === undefined) {
-      errors.push(`rule ${lookup.rules.join(", ")}: listing ${what}: no result`);
-    } else if (!result.ok) {
-      errors.push(`rule ${lookup.rules.join(", ")}: listing ${what} in workspace ${target.consumer}: ${result.error}`);
+    if (result === undefined || !result.ok) {
+      failed.push(`${d.resource}${d.group ? "." + d.group : ""}`);
+      errors.push(`rule ${lookup.rules.join(", ")}: listing ${what}: ${result ? result.error : "no result"}`);
     } else {
       if (!result.complete) complete = false;
       for (const dep of result.dependents) blockers.add(blockerId(d.kind, dep, target));
@@ -234,12 +245,8 @@ export function decide(plan: LookupPlan, results: readonly LookupResult[]): Deci
   });
   // Fail closed: a dependent we could not list might reference the target.
   if (errors.length > 0) {
-    return deny(
-      "lookup-error",
-      500,
-      "InternalError",
-      `cannot check dependents of ${target.resource}/${target.name}: ${errors.join("; ")}`,
-    );
+    const message = `cannot check dependents of ${target.resource}/${target.name}: listing ${failed.join(", ")} in this workspace failed, retry later`;
+    return { ...deny("lookup-error", 500, "InternalError", message), detail: errors.join("; ") };
   }
   if (blockers.size === 0) return allow("no-dependents");
   const sorted = [...blockers].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

@@ -70,7 +70,8 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
         reason: "internal-error",
         code: 500,
         statusReason: "InternalError",
-        message: `internal error deciding ${request.operation} of ${request.resource.resource}/${request.name ?? ""}: ${errorMessage(err)}`,
+        message: `internal error deciding ${request.operation} of ${request.resource.resource}/${request.name ?? ""}, retry later`,
+        detail: errorMessage(err),
       };
     }
     const outcome = outcomeOf(decision);
@@ -111,6 +112,9 @@ function logDecision(
   } else if (decision.code === 409) {
     logger.info({ ...fields, blockers: decision.blockers, code: decision.code }, "delete denied: still referenced");
   } else {
-    logger.warn({ ...fields, code: decision.code, message: decision.message }, "delete denied: cannot decide");
+    logger.warn(
+      { ...fields, code: decision.code, message: decision.message, detail: decision.detail },
+      "delete denied: cannot decide",
+    );
   }
 }

@@ -4,23 +4,20 @@
 // Reverse index: (provider logical cluster, protected group/resource) → rules, so a DELETE arriving at
 // /validate/<provider> finds its rules in O(1), and two providers exporting the same group/resource never see each
 // other's rules. The legacy /validate (no provider in the URL) matches by group/resource across all providers.
-import { parseFieldPath, type FieldPath } from "../fieldpath/fieldpath.ts";
-import {
-  CLUSTER_ANNOTATION,
-  ruleKeyString,
-  type DependencyRule,
-  type GroupResource,
-  type LogicalClusterName,
-} from "../api/types.ts";
+//
+// Faults stay with the rule that has them. A dependency whose provider workspace definitely does not exist protects
+// nothing and affects nobody (kcp never calls us for a workspace that is not there). Only a dependency whose path has
+// never resolved for a transient reason (no permission, kcp unreachable) is held "pending": its group/resource is
+// refused with 503 until the path resolves, because it may belong to the provider asking. Once resolved, the
+// resolver keeps the last good answer through later transient failures, so a pending entry is a start-up state.
+import { type FieldPath } from "../fieldpath/fieldpath.ts";
+import { parseRule, referencedPaths, type GroupVersionResource, type ParsedRule } from "../api/rule.ts";
+import { ruleKeyString, type GroupResource, type LogicalClusterName } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
+import { asRecord, compareStrings } from "../util/json.ts";
 
-/** The dependent side of a rule: what gets listed in the consumer workspace, and its kind for messages. */
-export interface DependentType {
-  group: string;
-  version: string;
-  resource: string;
-  kind: string;
-}
+/** The dependent side of a rule as lookups need it: what to list in the consumer workspace, its kind for messages. */
+export type DependentType = GroupVersionResource & { kind: string };
 
 /** One rule as seen from one protected (provider, group/resource): whose objects to list and where to look. */
 export interface RuleEntry {
@@ -31,8 +28,8 @@ export interface RuleEntry {
   fieldPaths: readonly FieldPath[];
 }
 
-/** A dependency whose provider workspace could not be resolved: its group/resource is denied, never allowed. */
-export interface UnresolvedDependency {
+/** A dependency whose provider path has not resolved yet for a transient reason: its group/resource is refused. */
+export interface PendingDependency {
   rule: string;
   path: string;
   reason: string;
@@ -40,10 +37,10 @@ export interface UnresolvedDependency {
 
 export interface RuleMatch {
   entries: readonly RuleEntry[];
-  unresolved: readonly UnresolvedDependency[];
+  pending: readonly PendingDependency[];
 }
 
-/** A rule or dependency left out of the registry, and why (logged by the caller). */
+/** A rule or dependency left out of the registry, and why (logged by the caller, never shown to a deleter). */
 export interface RegistryProblem {
   rule: string;
   message: string;
@@ -59,40 +56,36 @@ export interface RuleRegistry {
   find(provider: LogicalClusterName | undefined, gr: GroupResource): RuleMatch;
 }
 
-/** What the caller knows about each apiExportRef.path; undefined means not resolved yet (treated as unresolved). */
+/** What the caller knows about each apiExportRef.path; undefined means not resolved yet (pending). */
 export type PathResolutions = ReadonlyMap<string, Resolution>;
 
-// DNS-1123-ish names: they end up in URL paths, so anything else is refused at registration.
-const GROUP_RE = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const KIND_RE = /^[A-Za-z][A-Za-z0-9]*$/;
+/** Condition the controller sets on a rule whose references it checked against kcp (see src/api/references.ts). */
+const REFERENCES_CONDITION = "ReferencesValid";
+export const DEPENDENT_INVALID_REASON = "DependentInvalid";
 
-/** The provider workspace paths a set of rules refers to, for the caller to resolve before buildRegistry. */
-export function referencedPaths(rules: readonly DependencyRule[]): string[] {
-  const paths = new Set<string>();
-  for (const rule of rules) {
-    const deps: unknown = rule.spec?.dependencies;
-    if (!Array.isArray(deps)) continue;
-    for (const dep of deps as unknown[]) {
-      const path = (dep as { apiExportRef?: { path?: unknown } } | null)?.apiExportRef?.path;
-      if (typeof path === "string" && path !== "") paths.add(path);
-    }
-  }
-  return [...paths].sort();
+/**
+ * True when the controller found this generation's dependent type not served by the rule's own workspace: the rule
+ * is not enforced (it could only ever list a type that is not there, or the wrong kind). One writer: the controller.
+ */
+export function dependentRejected(obj: unknown): boolean {
+  const o = asRecord(obj);
+  const generation = asRecord(o?.["metadata"])?.["generation"];
+  const conditions = asRecord(o?.["status"])?.["conditions"];
+  if (!Array.isArray(conditions)) return false;
+  return conditions.some((c: unknown) => {
+    const cond = asRecord(c);
+    return (
+      cond?.["type"] === REFERENCES_CONDITION &&
+      cond["status"] === "False" &&
+      cond["reason"] === DEPENDENT_INVALID_REASON &&
+      cond["observedGeneration"] === generation
+    );
+  });
 }
 
-function checkDependent(d: unknown): DependentType | string {
-  if (typeof d !== "object" || d === null) return "spec.dependent is missing";
-  const { group, version, resource, kind } = d as Record<string, unknown>;
-  if (typeof group !== "string" || (group !== "" && !GROUP_RE.test(group)))
-    return `spec.dependent.group ${JSON.stringify(group)} is not an API group`;
-  if (typeof version !== "string" || !NAME_RE.test(version))
-    return `spec.dependent.version ${JSON.stringify(version)} is not an API version`;
-  if (typeof resource !== "string" || !NAME_RE.test(resource))
-    return `spec.dependent.resource ${JSON.stringify(resource)} is not a plural resource name`;
-  if (typeof kind !== "string" || !KIND_RE.test(kind))
-    return `spec.dependent.kind ${JSON.stringify(kind)} is not a kind`;
-  return { group, version, resource, kind };
+/** The provider paths the rules refer to, for the caller to resolve before buildRegistry. */
+export function rulePaths(objects: readonly unknown[]): string[] {
+  return referencedPaths(objects.flatMap((o) => parseRule(o) ?? []));
 }
 
 const grKey = (gr: GroupResource): string => `${gr.group}/${gr.resource}`;
@@ -120,82 +113,62 @@ function addEntry(
   return false;
 }
 
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
 /**
- * Builds the registry from every rule and the resolutions of their provider paths. Pure: same input, same registry.
- * Rules are processed in key order so entries (and therefore lookups and messages) come out in a stable order.
+ * Builds the registry from every rule object (as served by kcp) and the resolutions of their provider paths. Pure:
+ * same input, same registry. Rules are processed in key order so entries (and therefore lookups and messages) come
+ * out in a stable order.
  */
-export function buildRegistry(rules: readonly DependencyRule[], resolutions: PathResolutions): RuleRegistry {
+export function buildRegistry(objects: readonly unknown[], resolutions: PathResolutions): RuleRegistry {
   const byProvider = new Map<string, MutableEntry[]>();
   const byGroupResource = new Map<string, MutableEntry[]>();
-  const unresolvedByGR = new Map<string, UnresolvedDependency[]>();
+  const pendingByGR = new Map<string, PendingDependency[]>();
   const problems: RegistryProblem[] = [];
   const ruleKeys = new Set<string>();
   let entryCount = 0;
 
-  const keyed = rules.map((rule) => {
-    const cluster = rule.metadata?.annotations?.[CLUSTER_ANNOTATION] ?? "";
-    const name = rule.metadata?.name ?? "";
-    return { rule, cluster, name, key: ruleKeyString({ cluster: cluster as LogicalClusterName, name }) };
-  });
-  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-
-  for (const { rule, cluster, name, key } of keyed) {
-    if (cluster === "" || name === "") {
+  const rules: ParsedRule[] = [];
+  for (const obj of objects) {
+    const rule = parseRule(obj);
+    const name = asRecord(asRecord(obj)?.["metadata"])?.["name"];
+    if (!rule)
       problems.push({
-        rule: key,
-        message: `rule has no ${cluster === "" ? CLUSTER_ANNOTATION + " annotation" : "name"}`,
+        rule: `/${typeof name === "string" ? name : ""}`,
+        message: "rule has no name or kcp.io/cluster annotation",
       });
-      continue;
-    }
-    const dependent = checkDependent(rule.spec?.dependent);
-    if (typeof dependent === "string") {
-      problems.push({ rule: key, message: dependent });
-      continue;
-    }
-    const deps: unknown = rule.spec?.dependencies;
-    if (!Array.isArray(deps)) {
-      problems.push({ rule: key, message: "spec.dependencies is not a list" });
-      continue;
-    }
-    (deps as unknown[]).forEach((raw, i) => {
-      const where = `spec.dependencies[${i}]`;
-      const dep = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
-      const ref = (dep["apiExportRef"] ?? {}) as Record<string, unknown>;
-      const group = dep["group"];
-      const resource = dep["resource"];
-      const path = ref["path"];
-      const fieldPath = (dep["fieldRef"] as { path?: unknown } | undefined)?.path;
-      if (typeof group !== "string" || (group !== "" && !GROUP_RE.test(group))) {
-        problems.push({ rule: key, message: `${where}.group ${JSON.stringify(group)} is not an API group` });
-        return;
-      }
-      if (typeof resource !== "string" || !NAME_RE.test(resource)) {
-        problems.push({ rule: key, message: `${where}.resource ${JSON.stringify(resource)} is not a resource name` });
-        return;
-      }
-      const parsed = parseFieldPath(typeof fieldPath === "string" ? fieldPath : "");
-      if (!parsed.ok) {
-        problems.push({ rule: key, message: `${where}.fieldRef.path: ${parsed.error}` });
-        return;
-      }
-      const gr = { group, resource };
-      const resolution = typeof path === "string" ? resolutions.get(path) : undefined;
-      if (!resolution?.ok) {
-        // Fail closed: without the provider we cannot index the entry, so its group/resource is denied everywhere.
-        const reason =
-          typeof path !== "string" || path === ""
-            ? `${where}.apiExportRef.path is empty`
-            : (resolution?.reason ?? `workspace ${path} not resolved yet`);
-        const list = unresolvedByGR.get(grKey(gr)) ?? [];
-        list.push({ rule: key, path: typeof path === "string" ? path : "", reason });
-        unresolvedByGR.set(grKey(gr), list);
+    else if (dependentRejected(obj))
+      problems.push({
+        rule: ruleKeyString(rule.key),
+        message: "not enforced: its dependent type is not valid (see its status)",
+      });
+    else rules.push(rule);
+  }
+  rules.sort((a, b) => compareStrings(ruleKeyString(a.key), ruleKeyString(b.key)));
+
+  for (const rule of rules) {
+    const key = ruleKeyString(rule.key);
+    for (const message of rule.problems) problems.push({ rule: key, message });
+    for (const dep of rule.dependencies) {
+      const resolution = resolutions.get(dep.path);
+      const gr = { group: dep.target.group, resource: dep.target.resource };
+      if (resolution?.ok) {
+        if (addEntry(byProvider, providerKey(resolution.cluster, gr), key, rule.dependent!, dep.fieldPath))
+          entryCount++;
+        addEntry(byGroupResource, grKey(gr), key, rule.dependent!, dep.fieldPath);
         ruleKeys.add(key);
-        return;
+      } else if (resolution && !resolution.transient) {
+        problems.push({ rule: key, message: `spec.dependencies[${dep.index}] protects nothing: ${resolution.reason}` });
+      } else {
+        const reason = resolution?.reason ?? `workspace ${dep.path} not resolved yet`;
+        push(pendingByGR, grKey(gr), { rule: key, path: dep.path, reason });
+        ruleKeys.add(key);
       }
-      if (addEntry(byProvider, providerKey(resolution.cluster, gr), key, dependent, parsed.path)) entryCount++;
-      addEntry(byGroupResource, grKey(gr), key, dependent, parsed.path);
-      ruleKeys.add(key);
-    });
+    }
   }
 
   return {
@@ -205,7 +178,7 @@ export function buildRegistry(rules: readonly DependencyRule[], resolutions: Pat
     find(provider, gr) {
       const entries =
         provider === undefined ? byGroupResource.get(grKey(gr)) : byProvider.get(providerKey(provider, gr));
-      return { entries: entries ?? [], unresolved: unresolvedByGR.get(grKey(gr)) ?? [] };
+      return { entries: entries ?? [], pending: pendingByGR.get(grKey(gr)) ?? [] };
     },
   };
 }

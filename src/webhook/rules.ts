@@ -9,7 +9,7 @@ import type { RestClient } from "../kcp/rest.ts";
 import { ExportWatch } from "../kcp/virtualworkspace.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import type { WebhookMetrics } from "./metrics.ts";
-import { buildRegistry, formatProblem, referencedPaths, type RuleRegistry } from "./registry.ts";
+import { buildRegistry, formatProblem, rulePaths, type RuleRegistry } from "./registry.ts";
 
 export const RULES_PATH = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
 
@@ -119,18 +119,18 @@ export class RuleSource {
     const rules = this.watch.list();
     const resolutions = new Map<string, Resolution>();
     await Promise.all(
-      referencedPaths(rules).map(async (path) => {
+      rulePaths(rules).map(async (path) => {
         try {
           resolutions.set(path, await this.opts.resolver.resolve(path));
         } catch (err) {
-          resolutions.set(path, { ok: false, reason: (err as Error).message });
+          resolutions.set(path, { ok: false, transient: true, reason: (err as Error).message });
         }
       }),
     );
     const registry = buildRegistry(rules, resolutions);
     this.registry = registry;
     this.complete = synced && epoch === this.unsyncedEpoch;
-    this.report(registry, [...resolutions].filter(([, r]) => !r.ok).length);
+    this.report(registry, [...resolutions].filter(([, r]) => !r.ok || r.stale).length);
   }
 
   private report(registry: RuleRegistry, unresolvedPaths: number): void {

@@ -27,7 +27,7 @@ const LB = { group: "lb.example.io", version: "v1", resource: "loadbalancers", k
 const vmRule: RuleEntry = { rule: "prov1/vm-needs-vpc", dependent: VM, fieldPaths: [fp(".spec.vpcRef.name")] };
 const vmNicRule: RuleEntry = { rule: "prov2/vm-nics", dependent: VM, fieldPaths: [fp(".spec.nics[*].vpcRef.name")] };
 const lbRule: RuleEntry = { rule: "prov1/lb-needs-vpc", dependent: LB, fieldPaths: [fp(".spec.vpc")] };
-const rules = (...entries: RuleEntry[]): RuleMatch => ({ entries, unresolved: [] });
+const rules = (...entries: RuleEntry[]): RuleMatch => ({ entries, pending: [] });
 
 function vm(name: string, vpc: string, namespace?: string): unknown {
   return { metadata: { name, ...(namespace ? { namespace } : {}) }, spec: { vpcRef: { name: vpc } } };
@@ -105,7 +105,30 @@ interface Case {
   want: Decision;
 }
 
+const VPC = { group: "network.example.io", version: "v1", resource: "vpcs", kind: "VPC" };
+const vpcPeerRule: RuleEntry = { rule: "net1/vpc-peers", dependent: VPC, fieldPaths: [fp(".spec.peerRef.name")] };
+const vpc = (name: string, peer: string): unknown => ({
+  metadata: { name, namespace: "default" },
+  spec: { peerRef: { name: peer } },
+});
+
 const cases: Case[] = [
+  {
+    name: "an object naming itself never blocks its own deletion",
+    why: "a VPC peered with itself would otherwise be undeletable",
+    request: req({ namespace: "default" }),
+    match: rules(vpcPeerRule),
+    ws: { vpcs: [vpc("my-vpc", "my-vpc")] },
+    want: { allowed: true, reason: "no-dependents" },
+  },
+  {
+    name: "another object of the same type naming it still blocks",
+    why: "only the object itself is exempt",
+    request: req({ namespace: "default" }),
+    match: rules(vpcPeerRule),
+    ws: { vpcs: [vpc("my-vpc", "my-vpc"), vpc("peer", "my-vpc")] },
+    want: conflict("cannot delete vpcs/my-vpc: still referenced by VPC/peer", ["VPC/peer"]),
+  },
   {
     name: "CREATE is allowed",
     why: "the VWC only sends DELETE; anything else is not ours to judge",
@@ -219,12 +242,12 @@ const cases: Case[] = [
     want: badRequest('request namespace "other" differs from oldObject namespace "default"'),
   },
   {
-    name: "an unresolved provider path denies 503 naming the rule and path",
-    why: "fail closed: the rule might protect this object",
+    name: "a pending provider path denies 503 without naming the other tenant's rule or workspace",
+    why: "fail closed: the rule might protect this object; its key and path go to the log only",
     request: req(),
     match: {
       entries: [vmRule],
-      unresolved: [{ rule: "prov9/broken", path: "root:gone", reason: "workspace root:gone not found" }],
+      pending: [{ rule: "prov9/broken", path: "root:gone", reason: "not allowed to read workspace root:gone" }],
     },
     ws: {},
     want: {
@@ -232,9 +255,8 @@ const cases: Case[] = [
       reason: "unresolved-rule",
       code: 503,
       statusReason: "ServiceUnavailable",
-      message:
-        'cannot check vpcs/my-vpc: rule prov9/broken depends on workspace "root:gone", which cannot be resolved: ' +
-        "workspace root:gone not found",
+      message: "cannot check vpcs/my-vpc yet: a dependency rule for vpcs is still being loaded, retry in a few seconds",
+      detail: 'rule prov9/broken: workspace "root:gone": not allowed to read workspace root:gone',
     },
   },
   {
@@ -378,7 +400,7 @@ describe("decide", () => {
   const plan = planLookups(req(), rules(vmRule, lbRule));
   if (plan.kind !== "lookup") throw new Error("want a lookup plan");
 
-  it("a lookup error denies 500 with the reason, even when another lookup found blockers", () => {
+  it("a lookup error denies 500, even when another lookup found blockers; kcp's words go to the log only", () => {
     const d = decide(plan, [
       { ok: true, dependents: [{ name: "vm-1" }], complete: true },
       { ok: false, error: "GET https://kcp/x: 403 Forbidden: access denied" },
@@ -389,8 +411,9 @@ describe("decide", () => {
       code: 500,
       statusReason: "InternalError",
       message:
-        "cannot check dependents of vpcs/my-vpc: rule prov1/lb-needs-vpc: listing loadbalancers.lb.example.io/v1 " +
-        "in workspace consumer1: GET https://kcp/x: 403 Forbidden: access denied",
+        "cannot check dependents of vpcs/my-vpc: listing loadbalancers.lb.example.io in this workspace failed, retry later",
+      detail:
+        "rule prov1/lb-needs-vpc: listing loadbalancers.lb.example.io/v1: GET https://kcp/x: 403 Forbidden: access denied",
     });
   });
 

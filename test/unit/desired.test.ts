@@ -5,11 +5,13 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type LogicalClusterName } from "../
 import {
   buildConfiguration,
   desiredConfigurations,
+  keptWorkspaces,
+  WORKSPACE_PATHS_ANNOTATION,
   type ExistingConfiguration,
   planActions,
   type ValidatingWebhookConfiguration,
 } from "../../src/controller/desired.ts";
-import { parseRule, type ParsedRule } from "../../src/controller/rules.ts";
+import { parseRule, type ParsedRule } from "../../src/api/rule.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { ruleObject } from "./helpers-rules.ts";
 
@@ -44,7 +46,11 @@ describe("desiredConfigurations", () => {
     assert.deepEqual(vwcs.get(NET), {
       apiVersion: "admissionregistration.k8s.io/v1",
       kind: "ValidatingWebhookConfiguration",
-      metadata: { name: "dependency-controller", labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } },
+      metadata: {
+        name: "dependency-controller",
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
+        annotations: { [WORKSPACE_PATHS_ANNOTATION]: "root:network-provider" },
+      },
       webhooks: [
         {
           name: "dependency-controller.dependencies.opendefense.cloud",
@@ -143,7 +149,7 @@ describe("planActions", () => {
   const want = new Map([[NET, vpcsOnly]]);
 
   it("creates a missing configuration", () => {
-    const actions = planActions(want, [], { allowDeletes: true });
+    const actions = planActions(want, [], { keep: new Set() });
     assert.deepEqual(
       actions.map((a) => [a.kind, a.cluster]),
       [["create", NET]],
@@ -154,7 +160,7 @@ describe("planActions", () => {
     const defaulted = structuredClone(vpcsOnly);
     defaulted.webhooks![0]!.namespaceSelector = {};
     defaulted.webhooks![0]!.objectSelector = {};
-    assert.deepEqual(planActions(want, [existing(NET, defaulted)], { allowDeletes: true }), []);
+    assert.deepEqual(planActions(want, [existing(NET, defaulted)], { keep: new Set() }), []);
   });
 
   for (const [what, mutate, reason] of [
@@ -201,7 +207,7 @@ describe("planActions", () => {
       mutate(old);
       const have = existing(NET, old);
       have.object.metadata.annotations = { note: "kept" };
-      const actions = planActions(want, [have], { allowDeletes: true });
+      const actions = planActions(want, [have], { keep: new Set() });
       assert.equal(actions.length, 1);
       const a = actions[0]!;
       assert.equal(a.kind, "update");
@@ -209,13 +215,13 @@ describe("planActions", () => {
       if (a.kind !== "update") return;
       assert.deepEqual(a.object.webhooks, vpcsOnly.webhooks);
       assert.equal(a.object.metadata.resourceVersion, "7");
-      assert.deepEqual(a.object.metadata.annotations, { note: "kept" });
+      assert.deepEqual(a.object.metadata.annotations, { note: "kept", [WORKSPACE_PATHS_ANNOTATION]: "" });
       assert.equal(a.object.metadata.labels?.[MANAGED_BY_LABEL], MANAGED_BY_VALUE);
     });
   }
 
   it("deletes configurations of ours that no rule wants, with their uid as precondition", () => {
-    const actions = planActions(new Map(), [existing(STORAGE, vpcsOnly)], { allowDeletes: true });
+    const actions = planActions(new Map(), [existing(STORAGE, vpcsOnly)], { keep: new Set() });
     assert.deepEqual(actions, [
       {
         kind: "delete",
@@ -227,29 +233,82 @@ describe("planActions", () => {
     ]);
   });
 
-  it("deletes nothing while some workspace is unresolved for a transient reason", () => {
-    assert.deepEqual(planActions(new Map(), [existing(STORAGE, vpcsOnly)], { allowDeletes: false }), []);
+  it("sees no change in kcp's key order: a steady state plans no write", () => {
+    const reordered = structuredClone(vpcsOnly);
+    const w = reordered.webhooks![0]!;
+    w.rules = w.rules!.map((r) => ({
+      scope: r.scope,
+      resources: r.resources,
+      operations: r.operations,
+      apiVersions: r.apiVersions,
+      apiGroups: r.apiGroups,
+    }));
+    reordered.webhooks = [Object.fromEntries(Object.entries(w).reverse()) as typeof w];
+    assert.deepEqual(planActions(want, [existing(NET, reordered)], { keep: new Set() }), []);
+  });
+
+  it("updates a configuration whose workspace paths annotation differs (e.g. written by an older version)", () => {
+    const targets = [{ group: "network.test.io", version: "v1", resource: "vpcs" }];
+    const withPath = buildConfiguration(NET, targets, BASE, "Q0E=", ["root:net"]);
+    const old = structuredClone(withPath);
+    delete old.metadata.annotations;
+    const actions = planActions(new Map([[NET, withPath]]), [existing(NET, old)], { keep: new Set() });
+    assert.deepEqual(
+      actions.map((a) => a.reason),
+      ["workspace paths changed"],
+    );
+  });
+
+  it("keeps only the workspaces it is told to keep, and prunes the others", () => {
+    const actions = planActions(new Map(), [existing(STORAGE, vpcsOnly), existing(NET, vpcsOnly)], {
+      keep: new Set([STORAGE]),
+    });
+    assert.deepEqual(
+      actions.map((a) => `${a.kind} ${a.cluster}`),
+      [`delete ${NET}`],
+    );
   });
 
   it("never touches a configuration without our label, even one with our name", () => {
     const foreign = existing(NET, vpcsOnly, false);
     foreign.object.webhooks![0]!.failurePolicy = "Ignore";
-    assert.deepEqual(planActions(new Map(), [foreign], { allowDeletes: true }), []);
+    assert.deepEqual(planActions(new Map(), [foreign], { keep: new Set() }), []);
     // With a rule wanting that workspace the plan is a create; kcp refuses it (name taken) and status says why.
     assert.deepEqual(
-      planActions(want, [foreign], { allowDeletes: true }).map((a) => a.kind),
+      planActions(want, [foreign], { keep: new Set() }).map((a) => a.kind),
       ["create"],
     );
   });
 
   it("plans the same writes whatever order existing configurations come in", () => {
     const list = [existing(STORAGE, vpcsOnly), existing("zz" as LogicalClusterName, vpcsOnly), existing(NET, vpcsOnly)];
-    const a = planActions(want, list, { allowDeletes: true });
-    const b = planActions(want, [...list].reverse(), { allowDeletes: true });
+    const a = planActions(want, list, { keep: new Set() });
+    const b = planActions(want, [...list].reverse(), { keep: new Set() });
     assert.deepEqual(a, b);
     assert.deepEqual(
       a.map((x) => `${x.kind} ${x.cluster}`),
       [`delete ${STORAGE}`, "delete zz"],
     );
+  });
+});
+
+describe("keptWorkspaces", () => {
+  const withPaths = (cluster: LogicalClusterName, paths?: string): ExistingConfiguration => {
+    const object = structuredClone(vpcsOnly);
+    object.metadata.annotations = paths === undefined ? {} : { [WORKSPACE_PATHS_ANNOTATION]: paths };
+    return { cluster, object };
+  };
+
+  it("keeps nothing while every path resolves", () => {
+    assert.deepEqual([...keptWorkspaces([withPaths(NET, "root:net")], [])], []);
+  });
+
+  it("keeps only the workspaces whose configuration lists a path in doubt", () => {
+    const existing = [withPaths(NET, "root:net,root:net-alias"), withPaths(STORAGE, "root:storage")];
+    assert.deepEqual([...keptWorkspaces(existing, ["root:net-alias"])], [NET]);
+  });
+
+  it("keeps a configuration without the annotation while any path is in doubt: it could serve that path", () => {
+    assert.deepEqual([...keptWorkspaces([withPaths(NET)], ["root:x"])], [NET]);
   });
 });

@@ -77,7 +77,7 @@ class FakeKcp {
       const body = structuredClone(opts.body as ValidatingWebhookConfiguration);
       if (this.vwcs.has(key(body.metadata.name))) fail(409, "AlreadyExists");
       body.metadata = { ...body.metadata, uid: `uid-${this.rv}`, resourceVersion: String(this.rv++) };
-      body.metadata.annotations = { [CLUSTER_ANNOTATION]: cluster };
+      body.metadata.annotations = { ...body.metadata.annotations, [CLUSTER_ANNOTATION]: cluster };
       this.vwcs.set(key(body.metadata.name), body);
       return body;
     }

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
-import { buildRegistry, formatProblem, referencedPaths, type RuleMatch } from "../../src/webhook/registry.ts";
+import { buildRegistry, formatProblem, rulePaths, type RuleMatch } from "../../src/webhook/registry.ts";
 
 const lc = (s: string) => s as LogicalClusterName;
 
@@ -38,11 +38,13 @@ function rule(cluster: string | undefined, name: string, deps: Dep[], dependent:
   } as DependencyRule;
 }
 
-const resolved = (entries: Record<string, string | { reason: string }>): Map<string, Resolution> =>
+const resolved = (entries: Record<string, string | { reason: string; transient?: boolean }>): Map<string, Resolution> =>
   new Map(
     Object.entries(entries).map(([path, r]) => [
       path,
-      typeof r === "string" ? { ok: true, cluster: lc(r) } : { ok: false, reason: r.reason },
+      typeof r === "string"
+        ? { ok: true, cluster: lc(r) }
+        : { ok: false, reason: r.reason, ...(r.transient ? { transient: true } : {}) },
     ]),
   );
 
@@ -50,7 +52,7 @@ const VPCS = { group: "network.example.io", resource: "vpcs" };
 /** A match reduced to plain data: rule keys and field path sources. */
 const summary = (m: RuleMatch) => ({
   entries: m.entries.map((e) => [e.rule, e.dependent.resource, e.fieldPaths.map((p) => p.source)]),
-  unresolved: m.unresolved,
+  pending: m.pending,
 });
 
 describe("buildRegistry", () => {
@@ -60,7 +62,7 @@ describe("buildRegistry", () => {
     const reg = buildRegistry([rule("c1", "vm-rule", [{}])], paths);
     assert.deepEqual(summary(reg.find(lc("net1"), VPCS)), {
       entries: [["c1/vm-rule", "virtualmachines", [".spec.vpcRef.name"]]],
-      unresolved: [],
+      pending: [],
     });
     assert.equal(reg.ruleCount, 1);
     assert.equal(reg.entryCount, 1);
@@ -80,7 +82,7 @@ describe("buildRegistry", () => {
       reg.find(lc("net2"), VPCS).entries.map((e) => e.rule),
       ["c2/uses-net2"],
     );
-    assert.deepEqual(summary(reg.find(lc("net3"), VPCS)), { entries: [], unresolved: [] });
+    assert.deepEqual(summary(reg.find(lc("net3"), VPCS)), { entries: [], pending: [] });
   });
 
   it("legacy /validate (no provider) matches across all providers", () => {
@@ -138,23 +140,54 @@ describe("buildRegistry", () => {
     assert.equal(reg.entryCount, 2);
   });
 
-  it("an unresolved provider path fails closed for its group/resource, from any provider", () => {
+  it("a provider path that definitely names no workspace affects nobody, and is a problem of its own rule", () => {
     const reg = buildRegistry(
-      [rule("c1", "ok", [{}]), rule("c9", "broken", [{ path: "root:gone" }])],
-      resolved({ "root:network": "net1", "root:gone": { reason: "workspace root:gone not found" } }),
+      [rule("c1", "ok", [{}]), rule("c9", "typo", [{ path: "root:does-not-exist" }])],
+      resolved({
+        "root:network": "net1",
+        "root:does-not-exist": { reason: "workspace root:does-not-exist not found" },
+      }),
     );
-    const want = [{ rule: "c9/broken", path: "root:gone", reason: "workspace root:gone not found" }];
-    assert.deepEqual(reg.find(lc("net1"), VPCS).unresolved, want);
-    assert.deepEqual(reg.find(lc("net7"), VPCS).unresolved, want);
-    assert.deepEqual(reg.find(undefined, VPCS).unresolved, want);
-    assert.deepEqual(reg.find(lc("net1"), { group: "x.io", resource: "vpcs" }).unresolved, []);
+    assert.deepEqual(summary(reg.find(lc("net1"), VPCS)), {
+      entries: [["c1/ok", "virtualmachines", [".spec.vpcRef.name"]]],
+      pending: [],
+    });
+    assert.deepEqual(reg.find(undefined, VPCS).pending, []);
+    assert.deepEqual(reg.problems.map(formatProblem), [
+      "rule c9/typo: spec.dependencies[0] protects nothing: workspace root:does-not-exist not found",
+    ]);
   });
 
-  it("a path not resolved yet is unresolved too", () => {
+  it("a path that failed for a transient reason is pending: its group/resource fails closed, only there", () => {
+    const reg = buildRegistry(
+      [rule("c1", "ok", [{}]), rule("c9", "flaky", [{ path: "root:far" }])],
+      resolved({ "root:network": "net1", "root:far": { reason: "kcp unreachable", transient: true } }),
+    );
+    const want = [{ rule: "c9/flaky", path: "root:far", reason: "kcp unreachable" }];
+    assert.deepEqual(reg.find(lc("net1"), VPCS).pending, want);
+    assert.deepEqual(reg.find(undefined, VPCS).pending, want);
+    assert.deepEqual(reg.find(lc("net1"), { group: "x.io", resource: "vpcs" }).pending, []);
+  });
+
+  it("a path not resolved yet is pending too", () => {
     const reg = buildRegistry([rule("c1", "r", [{ path: "root:new" }])], new Map());
-    assert.deepEqual(reg.find(lc("net1"), VPCS).unresolved, [
+    assert.deepEqual(reg.find(lc("net1"), VPCS).pending, [
       { rule: "c1/r", path: "root:new", reason: "workspace root:new not resolved yet" },
     ]);
+  });
+
+  it("a rule whose dependent the controller rejected for this generation is not enforced", () => {
+    const rejected = (generation: number, observedGeneration: number) => {
+      const r = rule("c1", "r", [{}]) as unknown as Record<string, unknown>;
+      (r["metadata"] as Record<string, unknown>)["generation"] = generation;
+      r["status"] = {
+        conditions: [{ type: "ReferencesValid", status: "False", reason: "DependentInvalid", observedGeneration }],
+      };
+      return r;
+    };
+    assert.equal(buildRegistry([rejected(2, 2)], paths).find(lc("net1"), VPCS).entries.length, 0);
+    // A verdict on an older generation says nothing about the rule as it is now: enforce until checked again.
+    assert.equal(buildRegistry([rejected(3, 2)], paths).find(lc("net1"), VPCS).entries.length, 1);
   });
 
   it("a malformed field path skips that dependency with a problem, keeps the others", () => {
@@ -174,14 +207,14 @@ describe("buildRegistry", () => {
     assert.equal(reg.find(lc("net1"), VPCS).entries.length, 0);
     assert.equal(reg.ruleCount, 0);
     assert.deepEqual(reg.problems.map(formatProblem), [
-      'rule c1/r: spec.dependent.resource "../../secrets" is not a plural resource name',
+      `rule c1/r: spec.dependent.resource: Invalid value: "../../secrets": should match '^[a-z][a-z0-9]*$'`,
     ]);
   });
 
   it("a rule without kcp.io/cluster is skipped with a problem", () => {
     const reg = buildRegistry([rule(undefined, "r", [{}])], paths);
     assert.equal(reg.find(lc("net1"), VPCS).entries.length, 0);
-    assert.deepEqual(reg.problems.map(formatProblem), ["rule /r: rule has no kcp.io/cluster annotation"]);
+    assert.deepEqual(reg.problems.map(formatProblem), ["rule /r: rule has no name or kcp.io/cluster annotation"]);
   });
 
   it("garbage specs never throw", () => {
@@ -196,7 +229,8 @@ describe("buildRegistry", () => {
     ] as unknown as DependencyRule[];
     const reg = buildRegistry(garbage, paths);
     assert.equal(reg.ruleCount, 0);
-    assert.equal(reg.problems.length, 6);
+    // Every rule is reported, each with at least one problem.
+    assert.deepEqual([...new Set(reg.problems.map((p) => p.rule))].sort(), ["c/a", "c/b", "c/c", "c/d"]);
   });
 
   it("input order does not change the result", () => {
@@ -212,7 +246,7 @@ describe("buildRegistry", () => {
   });
 });
 
-describe("referencedPaths", () => {
+describe("rulePaths", () => {
   it("collects distinct provider paths, sorted, ignoring garbage", () => {
     const rules = [
       rule("c1", "a", [{ path: "root:b" }, { path: "root:a" }]),
@@ -222,6 +256,6 @@ describe("referencedPaths", () => {
         spec: { dependencies: [null, { apiExportRef: { path: 3 } }] },
       } as unknown as DependencyRule,
     ];
-    assert.deepEqual(referencedPaths(rules), ["root:a", "root:b"]);
+    assert.deepEqual(rulePaths(rules), ["root:a", "root:b"]);
   });
 });

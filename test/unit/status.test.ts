@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Condition, LogicalClusterName } from "../../src/api/types.ts";
-import { parseRule, type ParsedRule } from "../../src/controller/rules.ts";
+import { parseRule, type ParsedRule } from "../../src/api/rule.ts";
 import { computeStatus, type InstallResult, type RuleFacts, statusChanged } from "../../src/controller/status.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { ruleObject } from "./helpers-rules.ts";

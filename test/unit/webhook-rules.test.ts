@@ -145,14 +145,14 @@ describe("RuleSource", () => {
     watch.rules = [rule("c1", "r1")];
     watch.onChange();
     await source.settled();
-    assert.deepEqual(source.current()?.find("net1" as LogicalClusterName, VPCS).unresolved, [
+    assert.deepEqual(source.current()?.find("net1" as LogicalClusterName, VPCS).pending, [
       { rule: "c1/r1", path: "root:network", reason: "cannot reach kcp for root:network" },
     ]);
     const deadline = Date.now() + 2_000;
     while (attempts < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await source.settled();
     const match = source.current()?.find("net1" as LogicalClusterName, VPCS);
-    assert.deepEqual(match?.unresolved, []);
+    assert.deepEqual(match?.pending, []);
     assert.equal(match?.entries.length, 1);
     source.stop();
   });

@@ -1,0 +1,171 @@
+// The one reading of a DependencyRule, shared by the controller, the webhook and the rule admission check. Objects as
+// kcp serves them are checked against the schema again (kcp validates on write only, so objects stored under the
+// original's looser schema or an older one can still be read), then against what the schema cannot say: a field path
+// the parser refuses, a dependency that is the dependent's own name. Bad input becomes a list of problems, never an
+// exception; the valid dependencies of a partly valid rule are still used, so a stale object protects what it can.
+import { parseFieldPath, type FieldPath } from "../fieldpath/fieldpath.ts";
+import { isRecord } from "../util/json.ts";
+import { DEPENDENCY_SCHEMA, DEPENDENT_SCHEMA, MAX_DEPENDENCIES } from "./schema.ts";
+import {
+  CLUSTER_ANNOTATION,
+  type GroupResource,
+  type LogicalClusterName,
+  type RuleKey,
+  type WorkspacePath,
+} from "./types.ts";
+import { formatFieldError, validate } from "./validate.ts";
+
+export interface GroupVersionResource extends GroupResource {
+  version: string;
+}
+
+/** `spec.dependent`, valid: the type whose objects are listed in consumer workspaces. */
+export interface DependentType extends GroupVersionResource {
+  kind: string;
+  /** The APIExport in the rule's own workspace that must serve this type. */
+  apiExportName: string;
+}
+
+/** One valid `spec.dependencies[]` entry: its provider workspace gets a webhook for `target`. */
+export interface ParsedDependency {
+  /** Position in `spec.dependencies`, for messages. */
+  index: number;
+  /** `apiExportRef.path`: the dependency provider's workspace. */
+  path: WorkspacePath;
+  /** `apiExportRef.name`: the APIExport there that must serve `target`. */
+  exportName: string;
+  target: GroupVersionResource;
+  fieldPath: FieldPath;
+}
+
+export interface ParsedRule {
+  key: RuleKey;
+  generation?: number;
+  /** Undefined when `spec.dependent` is unusable; then the rule protects nothing. */
+  dependent?: DependentType;
+  /** The valid entries only; invalid ones are in `problems`. Empty when the dependent is unusable. */
+  dependencies: ParsedDependency[];
+  /** Length of `spec.dependencies` as written, valid or not (the Dependencies printer column). */
+  dependencyCount: number;
+  /** Deterministic `field: message` lines; empty for a valid rule. */
+  problems: string[];
+}
+
+/** The rule's key from `metadata.name` and the `kcp.io/cluster` annotation; undefined if either is missing. */
+export function ruleKeyOf(obj: unknown): RuleKey | undefined {
+  if (!isRecord(obj) || !isRecord(obj["metadata"])) return undefined;
+  const meta = obj["metadata"];
+  const name = meta["name"];
+  const annotations = meta["annotations"];
+  const cluster = isRecord(annotations) ? annotations[CLUSTER_ANNOTATION] : undefined;
+  if (typeof name !== "string" || name === "" || typeof cluster !== "string" || cluster === "") return undefined;
+  return { cluster: cluster as LogicalClusterName, name };
+}
+
+/** A field path naming the object's own name: with the same type on both sides, every object would block itself. */
+function isOwnName(path: FieldPath): boolean {
+  const [a, b, ...rest] = path.segments;
+  return rest.length === 0 && a?.field === "metadata" && b?.field === "name" && a.selectors.length === 0;
+}
+
+/** One dependency entry: its problems, or the parsed entry. */
+function parseDependency(
+  entry: unknown,
+  index: number,
+  dependent: DependentType | undefined,
+): { problems: string[] } | { dependency: ParsedDependency } {
+  const field = `spec.dependencies[${index}]`;
+  const pathField = `${field}.fieldRef.path`;
+  const errors = validate(DEPENDENCY_SCHEMA, entry, field);
+  const raw = isRecord(entry) && isRecord(entry["fieldRef"]) ? entry["fieldRef"]["path"] : undefined;
+  const parsed = typeof raw === "string" ? parseFieldPath(raw) : undefined;
+  if (parsed && !parsed.ok) {
+    // The parser says where a path goes wrong; the schema pattern only says that it does.
+    return {
+      problems: [...errors.filter((e) => e.field !== pathField).map(formatFieldError), `${pathField}: ${parsed.error}`],
+    };
+  }
+  if (errors.length > 0 || !parsed?.ok) return { problems: errors.map(formatFieldError) };
+  const e = entry as { apiExportRef: { path: string; name: string }; group: string; version: string; resource: string };
+  const target = { group: e.group, version: e.version, resource: e.resource };
+  if (dependent && dependent.group === target.group && dependent.resource === target.resource && isOwnName(parsed.path))
+    return {
+      problems: [
+        `${pathField}: Invalid value: ${JSON.stringify(raw)}: names the dependent itself, so every ` +
+          `${target.resource} object would block its own deletion`,
+      ],
+    };
+  return {
+    dependency: {
+      index,
+      path: e.apiExportRef.path as WorkspacePath,
+      exportName: e.apiExportRef.name,
+      target,
+      fieldPath: parsed.path,
+    },
+  };
+}
+
+function parseDependent(spec: Record<string, unknown>): { problems: string[]; dependent?: DependentType } {
+  const errors = validate({ required: ["dependent"], properties: { dependent: DEPENDENT_SCHEMA } }, spec, "spec");
+  if (errors.length > 0) return { problems: errors.map(formatFieldError) };
+  const d = spec["dependent"] as Record<string, string>;
+  return {
+    problems: [],
+    dependent: {
+      apiExportName: d["apiExportName"] ?? "",
+      group: d["group"] ?? "",
+      version: d["version"] ?? "",
+      kind: d["kind"] ?? "",
+      resource: d["resource"] ?? "",
+    },
+  };
+}
+
+export function parseRule(obj: unknown): ParsedRule | undefined {
+  const key = ruleKeyOf(obj);
+  if (!key || !isRecord(obj)) return undefined;
+  const meta = obj["metadata"] as Record<string, unknown>;
+  const generation = typeof meta["generation"] === "number" ? meta["generation"] : undefined;
+  const rule: ParsedRule = {
+    key,
+    ...(generation !== undefined ? { generation } : {}),
+    dependencies: [],
+    dependencyCount: 0,
+    problems: [],
+  };
+  const spec = obj["spec"];
+  if (!isRecord(spec)) {
+    rule.problems.push("spec: Required value");
+    return rule;
+  }
+  const { problems, dependent } = parseDependent(spec);
+  rule.problems.push(...problems);
+  if (dependent) rule.dependent = dependent;
+
+  const list = spec["dependencies"];
+  if (!Array.isArray(list)) {
+    rule.problems.push("spec.dependencies: Required value");
+    return rule;
+  }
+  rule.dependencyCount = list.length;
+  if (list.length === 0) rule.problems.push("spec.dependencies: Invalid value: 0: should have at least 1 items");
+  if (list.length > MAX_DEPENDENCIES) {
+    // Over the cap nothing is used: which entries to keep would be a guess.
+    rule.problems.push(`spec.dependencies: Too many: ${list.length}: must have at most ${MAX_DEPENDENCIES} items`);
+    return rule;
+  }
+  list.forEach((entry: unknown, index) => {
+    const result = parseDependency(entry, index, dependent);
+    if ("problems" in result) rule.problems.push(...result.problems);
+    else rule.dependencies.push(result.dependency);
+  });
+  // Without a usable dependent no dependents can be found, so nothing of this rule may be installed.
+  if (!rule.dependent) rule.dependencies = [];
+  return rule;
+}
+
+/** The provider workspace paths a set of rules refers to (valid dependencies only), sorted. */
+export function referencedPaths(rules: readonly ParsedRule[]): string[] {
+  return [...new Set(rules.flatMap((r) => r.dependencies.map((d) => d.path as string)))].sort();
+}
