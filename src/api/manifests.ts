@@ -1,6 +1,7 @@
 // Pure builders of the kcp manifests that publish DependencyRules: the APIResourceSchema, the APIExport in the
 // dep-ctrl workspace, and the APIBinding every provider workspace applies. hack/generate.ts writes them to deploy/kcp/.
 import { createHash } from "node:crypto";
+import { canonicalJson } from "../util/json.ts";
 import { stringify } from "yaml";
 import { DEFAULT_EXPORT_NAME, GROUP, KIND, PLURAL, VERSION } from "./types.ts";
 import { DEPENDENCY_RULE_SCHEMA, PRINTER_COLUMNS } from "./schema.ts";
@@ -8,12 +9,25 @@ import { DEPENDENCY_RULE_SCHEMA, PRINTER_COLUMNS } from "./schema.ts";
 export const SINGULAR = "dependencyrule";
 export const LIST_KIND = `${KIND}List`;
 
-/** The one claim the export makes: the controller writes ValidatingWebhookConfigurations into provider workspaces. */
+/** The controller writes ValidatingWebhookConfigurations into provider workspaces through this claim. */
 export const VWC_PERMISSION_CLAIM = {
   group: "admissionregistration.k8s.io",
   resource: "validatingwebhookconfigurations",
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
 } as const;
+
+/**
+ * Read-only claims on the provider's own APIExports and APIResourceSchemas: a provider that accepts them consents to
+ * the controller and the webhook checking that its rules name types it really serves (src/api/references.ts).
+ * Bindings that accept only the webhook-configuration claim (the original's manifests) keep working; their rules
+ * are then reported as not verifiable.
+ */
+export const EXPORT_READ_CLAIMS = [
+  { group: "apis.kcp.io", resource: "apiexports", verbs: ["get", "list", "watch"] },
+  { group: "apis.kcp.io", resource: "apiresourceschemas", verbs: ["get", "list", "watch"] },
+] as const;
+
+const claims = () => [VWC_PERMISSION_CLAIM, ...EXPORT_READ_CLAIMS].map((c) => ({ ...c, verbs: [...c.verbs] }));
 
 /** Where the example APIBinding points when no path is given; replace it with the real dep-ctrl workspace path. */
 export const DEFAULT_DEP_CTRL_PATH = "root:dep-ctrl";
@@ -37,18 +51,6 @@ function schemaSpec(): Manifest {
       },
     ],
   };
-}
-
-/** JSON with object keys sorted, so the hash depends on content only, not on property order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
 }
 
 /**
@@ -77,7 +79,7 @@ export function apiExport(exportName: string = DEFAULT_EXPORT_NAME): Manifest {
     metadata: { name: exportName },
     spec: {
       resources: [{ group: GROUP, name: PLURAL, schema: schemaName(), storage: { crd: {} } }],
-      permissionClaims: [{ ...VWC_PERMISSION_CLAIM, verbs: [...VWC_PERMISSION_CLAIM.verbs] }],
+      permissionClaims: claims(),
     },
   };
 }
@@ -96,14 +98,7 @@ export function providerApiBinding(
     metadata: { name: exportName },
     spec: {
       reference: { export: { path: depCtrlPath, name: exportName } },
-      permissionClaims: [
-        {
-          ...VWC_PERMISSION_CLAIM,
-          verbs: [...VWC_PERMISSION_CLAIM.verbs],
-          selector: { matchAll: true },
-          state: "Accepted",
-        },
-      ],
+      permissionClaims: claims().map((c) => ({ ...c, selector: { matchAll: true }, state: "Accepted" })),
     },
   };
 }
@@ -113,7 +108,9 @@ const HEADER =
 
 const BINDING_NOTE =
   `# Example: apply in every provider workspace, the one whose resources are protected and the one whose\n` +
-  `# DependencyRules live there. Replace ${DEFAULT_DEP_CTRL_PATH} with the workspace path holding the APIExport.\n`;
+  `# DependencyRules live there. Replace ${DEFAULT_DEP_CTRL_PATH} with the workspace path holding the APIExport.\n` +
+  `# Claims: validatingwebhookconfigurations (the deletion webhook is installed here) and read-only apiexports and\n` +
+  `# apiresourceschemas (rules naming this workspace's exports are checked against what it really serves).\n`;
 
 /** The files under deploy/kcp/, keyed by path relative to the repository root, exactly as written to disk. */
 export function deployFiles(): Record<string, string> {

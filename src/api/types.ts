@@ -74,7 +74,13 @@ export interface Condition {
   lastTransitionTime: string;
 }
 
-export const CONDITION_TYPES = ["Ready", "WorkspacesResolved", "WebhooksInstalled", "Acyclic"] as const;
+export const CONDITION_TYPES = [
+  "Ready",
+  "ReferencesValid",
+  "WorkspacesResolved",
+  "WebhooksInstalled",
+  "Acyclic",
+] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 
 export interface DependencyRuleStatus {

@@ -13,9 +13,11 @@ import {
   VWC_NAME,
   MANAGED_BY_LABEL,
 } from "../api/types.ts";
+import { fetchExportFacts } from "../kcp/exports.ts";
 import { isApiError, type RequestOptions } from "../kcp/rest.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { findCycles } from "./cycles.ts";
+import { checkReferences } from "./references.ts";
 import {
   type Action,
   desiredConfigurations,
@@ -119,14 +121,33 @@ export class Reconciler {
     }
     metrics.rules.set(rules.length);
 
+    for (const { endpoint, object } of listedRules) {
+      const cluster = object.metadata.annotations?.[CLUSTER_ANNOTATION] as LogicalClusterName | undefined;
+      if (cluster && !this.endpointOf.has(cluster)) this.endpointOf.set(cluster, endpoint);
+    }
     const resolutions = await this.resolveAll(rules.map((r) => r.parsed));
     const transientPaths = [...resolutions].filter(([, r]) => !r.ok && r.transient === true).map(([p]) => p);
+    const references = await checkReferences(
+      rules.map((r) => r.parsed),
+      resolutions,
+      (cluster, exportName, resources) =>
+        fetchExportFacts(
+          (endpoint, c, path) => this.d.clientFor(endpoint, c as LogicalClusterName).request("GET", path),
+          this.candidates(cluster as LogicalClusterName),
+          this.endpointOf.has(cluster as LogicalClusterName),
+          { cluster, exportName, resources },
+        ),
+    );
     const caBundle = this.d.caBundle();
     const desired = desiredConfigurations({
       rules: rules.map((r) => r.parsed),
       resolutions,
       webhookBaseUrl: this.d.webhookBaseUrl,
       ...(caBundle ? { caBundle } : {}),
+      excluded: (rule, dep) => {
+        const v = references.get(ruleKeyString(rule.key));
+        return v !== undefined && (v.dependentInvalid || v.invalidDependencies.has(dep.index));
+      },
     });
 
     const existing: ExistingConfiguration[] = [];
@@ -135,10 +156,6 @@ export class Reconciler {
       if (!cluster || !isOurs(object)) continue;
       existing.push({ cluster, object });
       this.endpointOf.set(cluster, endpoint);
-    }
-    for (const { endpoint, object } of listedRules) {
-      const cluster = object.metadata.annotations?.[CLUSTER_ANNOTATION] as LogicalClusterName | undefined;
-      if (cluster && !this.endpointOf.has(cluster)) this.endpointOf.set(cluster, endpoint);
     }
 
     const pathsOf = new Map<LogicalClusterName, string[]>();
@@ -178,9 +195,10 @@ export class Reconciler {
         if (r) own.set(dep.path, r);
       }
       const cycle = cycles.get(ruleKeyString(parsed.key));
+      const refs = references.get(ruleKeyString(parsed.key));
       const status = computeStatus(
         parsed,
-        { resolutions: own, installs, ...(cycle ? { cycle } : {}) },
+        { resolutions: own, installs, ...(cycle ? { cycle } : {}), ...(refs ? { references: refs } : {}) },
         listed.object.status as Parameters<typeof computeStatus>[2],
         now,
       );

@@ -6,8 +6,10 @@ import {
   type DependencyRuleStatus,
   type LogicalClusterName,
 } from "../api/types.ts";
-import type { Resolution } from "../kcp/workspaces.ts";
+import type { ReferencesVerdict } from "../api/references.ts";
 import type { ParsedRule } from "../api/rule.ts";
+import type { Resolution } from "../kcp/workspaces.ts";
+import { canonicalJson, compareStrings as cmp } from "../util/json.ts";
 
 export type InstallResult = { ok: true } | { ok: false; error: string };
 
@@ -18,6 +20,8 @@ export interface RuleFacts {
   installs: ReadonlyMap<LogicalClusterName, InstallResult>;
   /** The cycle message, when one of the rule's edges is on a dependency cycle. */
   cycle?: string;
+  /** The references checked against kcp; undefined when not checked (invalid spec). */
+  references?: ReferencesVerdict;
 }
 
 export interface RuleStatus extends DependencyRuleStatus {
@@ -26,15 +30,16 @@ export interface RuleStatus extends DependencyRuleStatus {
 
 type Verdict = Omit<Condition, "type" | "lastTransitionTime" | "observedGeneration">;
 
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const MAX_MESSAGE = 4000;
 
 function clip(message: string): string {
   return message.length <= MAX_MESSAGE ? message : `${message.slice(0, MAX_MESSAGE - 1)}…`;
 }
 
-function paths(rule: ParsedRule): string[] {
-  return [...new Set(rule.dependencies.map((d) => d.path as string))].sort(cmp);
+function paths(rule: ParsedRule, facts?: RuleFacts): string[] {
+  const excluded = facts?.references?.invalidDependencies;
+  const deps = rule.dependencies.filter((d) => !excluded?.has(d.index));
+  return [...new Set(deps.map((d) => d.path as string))].sort(cmp);
 }
 
 function workspacesResolved(rule: ParsedRule, facts: RuleFacts): Verdict {
@@ -53,9 +58,11 @@ function workspacesResolved(rule: ParsedRule, facts: RuleFacts): Verdict {
 }
 
 function webhooksInstalled(rule: ParsedRule, facts: RuleFacts): Verdict {
+  if (facts.references?.dependentInvalid)
+    return { status: "False", reason: "NotEnforced", message: "not installed: the dependent is not valid" };
   // Name workspaces by path (what the user wrote), in the order of the sorted paths.
   const byCluster = new Map<LogicalClusterName, string[]>();
-  for (const p of paths(rule)) {
+  for (const p of paths(rule, facts)) {
     const r = facts.resolutions.get(p);
     if (r?.ok) byCluster.set(r.cluster, [...(byCluster.get(r.cluster) ?? []), p]);
   }
@@ -74,6 +81,21 @@ function webhooksInstalled(rule: ParsedRule, facts: RuleFacts): Verdict {
   }
   if (failed.length > 0) return { status: "False", reason: "InstallFailed", message: failed.sort(cmp).join("; ") };
   return { status: "True", reason: "Installed", message: `webhook installed in ${installed.sort(cmp).join(", ")}` };
+}
+
+function referencesValid(rule: ParsedRule, facts: RuleFacts): Verdict {
+  const v = facts.references;
+  if (!rule.dependent) return { status: "Unknown", reason: "InvalidSpec", message: "spec.dependent is invalid" };
+  if (!v) return { status: "Unknown", reason: "NotChecked", message: "references not checked yet" };
+  const message = v.problems.join("; ");
+  if (v.dependentInvalid) return { status: "False", reason: "DependentInvalid", message };
+  if (v.invalidDependencies.size > 0) return { status: "False", reason: "DependencyInvalid", message };
+  if (v.unknown) return { status: "Unknown", reason: "CannotVerify", message };
+  return {
+    status: "True",
+    reason: "Valid",
+    message: "the dependent and every dependency are served by the APIExports the rule names",
+  };
 }
 
 function acyclic(rule: ParsedRule, facts: RuleFacts): Verdict {
@@ -105,6 +127,7 @@ export function computeStatus(
   now: string,
 ): RuleStatus {
   const others: [ConditionType, Verdict][] = [
+    ["ReferencesValid", referencesValid(rule, facts)],
     ["WorkspacesResolved", workspacesResolved(rule, facts)],
     ["WebhooksInstalled", webhooksInstalled(rule, facts)],
     ["Acyclic", acyclic(rule, facts)],
@@ -131,16 +154,5 @@ export function computeStatus(
 
 /** Whether writing `next` would change anything (key order and absent-vs-undefined do not count). */
 export function statusChanged(current: unknown, next: RuleStatus): boolean {
-  return canonical(current ?? {}) !== canonical(next);
-}
-
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => cmp(a, b));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
+  return canonicalJson(current ?? {}) !== canonicalJson(next);
 }

@@ -80,7 +80,7 @@ describe("generated manifests", () => {
     ]);
   });
 
-  it("claims validatingwebhookconfigurations on the export and accepts the same claim in the binding", () => {
+  it("claims validatingwebhookconfigurations and read-only exports/schemas, and the binding accepts all three", () => {
     const exportClaims = (apiExport() as { spec: { permissionClaims: unknown[] } }).spec.permissionClaims;
     assert.deepEqual(exportClaims, [
       {
@@ -88,6 +88,8 @@ describe("generated manifests", () => {
         resource: "validatingwebhookconfigurations",
         verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
       },
+      { group: "apis.kcp.io", resource: "apiexports", verbs: ["get", "list", "watch"] },
+      { group: "apis.kcp.io", resource: "apiresourceschemas", verbs: ["get", "list", "watch"] },
     ]);
     const binding = providerApiBinding("root:org:dep-ctrl") as {
       spec: { reference: unknown; permissionClaims: Record<string, unknown>[] };
@@ -95,13 +97,10 @@ describe("generated manifests", () => {
     assert.deepEqual(binding.spec.reference, {
       export: { path: "root:org:dep-ctrl", name: "dependencies.opendefense.cloud" },
     });
-    assert.deepEqual(binding.spec.permissionClaims, [
-      {
-        ...VWC_PERMISSION_CLAIM,
-        verbs: [...VWC_PERMISSION_CLAIM.verbs],
-        selector: { matchAll: true },
-        state: "Accepted",
-      },
-    ]);
+    assert.deepEqual(
+      binding.spec.permissionClaims,
+      exportClaims.map((c) => ({ ...(c as object), selector: { matchAll: true }, state: "Accepted" })),
+    );
+    assert.deepEqual((binding.spec.permissionClaims[0] as { verbs?: unknown }).verbs, [...VWC_PERMISSION_CLAIM.verbs]);
   });
 });

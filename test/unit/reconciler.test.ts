@@ -9,7 +9,7 @@ import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
 } from "../../src/api/types.ts";
-import type { ValidatingWebhookConfiguration } from "../../src/controller/desired.ts";
+import { type ValidatingWebhookConfiguration, WORKSPACE_PATHS_ANNOTATION } from "../../src/controller/desired.ts";
 import { createMetrics } from "../../src/controller/metrics.ts";
 import {
   type ClusterClient,
@@ -19,6 +19,7 @@ import {
   RULES_PATH,
   VWC_PATH,
 } from "../../src/controller/reconciler.ts";
+import { APIEXPORTS_PATH, APIRESOURCESCHEMAS_PATH } from "../../src/kcp/exports.ts";
 import { ApiError, type RequestOptions } from "../../src/kcp/rest.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
@@ -38,6 +39,19 @@ class FakeKcp {
   readonly vwcs = new Map<string, ValidatingWebhookConfiguration>(); // "<cluster>/<name>"
   readonly rules = new Map<string, RuleObject>(); // "<cluster>/<name>"
   readonly writes: string[] = [];
+  /** APIExports every workspace serves ("<export>" → resource → kind); tests delete entries to break references. */
+  readonly exports = new Map<string, Map<string, string>>([
+    ["compute.test.io", new Map([["virtualmachines", "VirtualMachine"]])],
+    [
+      "network.test.io",
+      new Map([
+        ["vpcs", "VPC"],
+        ["subnets", "Subnet"],
+      ]),
+    ],
+  ]);
+  /** Workspaces whose binding did not accept the read-only claims: reading their exports answers 403. */
+  readonly noConsent = new Set<string>();
   failWrites = false;
   private rv = 1;
 
@@ -61,6 +75,20 @@ class FakeKcp {
     if (this.servedBy.get(cluster) !== endpoint) fail(403, "Forbidden");
     if (method !== "GET") this.writes.push(`${method} ${cluster}${path}`);
     if (method !== "GET" && this.failWrites) fail(500, "InternalError");
+    if (method === "GET" && path.startsWith("/apis/apis.kcp.io/") && this.noConsent.has(cluster))
+      fail(403, "Forbidden");
+    if (method === "GET" && path.startsWith(APIEXPORTS_PATH)) {
+      const name = path.slice(APIEXPORTS_PATH.length + 1);
+      const resources = this.exports.get(name) ?? fail(404, "NotFound");
+      return {
+        spec: { resources: [...resources.keys()].map((r) => ({ group: name, name: r, schema: `v1.${r}.${name}` })) },
+      };
+    }
+    if (method === "GET" && path.startsWith(APIRESOURCESCHEMAS_PATH)) {
+      const [, resource = "", ...group] = path.slice(APIRESOURCESCHEMAS_PATH.length + 1).split(".");
+      const kind = this.exports.get(group.join("."))?.get(resource) ?? fail(404, "NotFound");
+      return { spec: { names: { kind }, versions: [{ name: "v1", served: true }] } };
+    }
     if (path.startsWith(RULES_PATH)) {
       const name = path.slice(RULES_PATH.length + 1).replace(/\/status$/, "");
       const body = opts.body as RuleObject;
@@ -192,6 +220,69 @@ describe("Reconciler", () => {
     const writes = kcp.writes.length;
     assert.deepEqual(await reconciler.reconcile(), {});
     assert.equal(kcp.writes.length, writes, `second pass wrote: ${kcp.writes.slice(writes).join(", ")}`);
+  });
+
+  it("does not enforce a rule whose dependent its workspace does not serve, and says which field", async () => {
+    const { kcp, reconciler } = setup();
+    kcp.addRule(ruleObject(COMPUTE, "vm", { resource: "virtualmachines", kind: "VM" }, [{ resource: "vpcs" }]));
+    await reconciler.reconcile();
+    assert.equal(kcp.vwcs.size, 0, "nothing installed for an invalid dependent");
+    assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["False", "DependentInvalid"]);
+    assert.deepEqual(ruleStatus(kcp).Ready, ["False", "DependentInvalid"]);
+    const message = (
+      kcp.rules.get(`${COMPUTE}/vm`)?.status as { conditions: { type: string; message: string }[] }
+    ).conditions.find((c) => c.type === "ReferencesValid")?.message;
+    assert.equal(
+      message,
+      "spec.dependent.kind: APIExport compute.test.io in this rule's workspace serves virtualmachines as kind " +
+        "VirtualMachine, not VM",
+    );
+  });
+
+  it("leaves out a dependency its provider does not export, and keeps the rule's other dependencies", async () => {
+    const { kcp, reconciler, resolutions } = setup();
+    resolutions.set("root:storage", { ok: true, cluster: "storage" as LogicalClusterName });
+    kcp.servedBy.set("storage", A);
+    kcp.addRule(vmRule([{ resource: "vpcs" }, { resource: "volumes", path: "root:storage" }]));
+    await reconciler.reconcile();
+    assert.deepEqual([...kcp.vwcs.keys()], [`${NET}/dependency-controller`]);
+    assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["False", "DependencyInvalid"]);
+    assert.equal(ruleStatus(kcp).Ready?.[0], "False");
+  });
+
+  it("keeps protection installed when it may not read a provider's exports, and says what consent is missing", async () => {
+    const { kcp, reconciler } = setup();
+    kcp.noConsent.add(NET);
+    kcp.addRule(vmRule());
+    await reconciler.reconcile();
+    assert.ok(kcp.vwcs.has(`${NET}/dependency-controller`));
+    assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["Unknown", "CannotVerify"]);
+    assert.deepEqual(ruleStatus(kcp).WebhooksInstalled, ["True", "Installed"]);
+    assert.equal(ruleStatus(kcp).Ready?.[0], "False");
+  });
+
+  it("prunes a deleted rule's configuration in one pass although another rule names a missing workspace", async () => {
+    const { kcp, reconciler, resolutions } = setup();
+    kcp.addRule(vmRule());
+    await reconciler.reconcile();
+    assert.ok(kcp.vwcs.has(`${NET}/dependency-controller`));
+    kcp.rules.clear();
+    kcp.addRule(
+      ruleObject(COMPUTE, "typo", { resource: "virtualmachines" }, [{ resource: "vpcs", path: "root:nope" }]),
+    );
+    resolutions.set("root:nope", { ok: false, reason: "workspace root:nope not found" });
+    await reconciler.reconcile();
+    assert.equal(kcp.vwcs.has(`${NET}/dependency-controller`), false);
+    // A transient failure holds only the workspace that path last named, not every other one.
+    kcp.rules.clear();
+    kcp.addRule(vmRule());
+    await reconciler.reconcile();
+    kcp.servedBy.set("other", A);
+    kcp.seedVwc("other" as LogicalClusterName, "dependency-controller", true);
+    kcp.vwcs.get("other/dependency-controller")!.metadata.annotations![WORKSPACE_PATHS_ANNOTATION] = "root:other";
+    resolutions.set("root:network-provider", { ok: false, transient: true, reason: "kcp unreachable" });
+    await reconciler.reconcile();
+    assert.deepEqual([...kcp.vwcs.keys()], [`${NET}/dependency-controller`]);
   });
 
   it("does nothing until both informers have synced", async () => {

@@ -33,6 +33,7 @@ function facts(over: Partial<RuleFacts> = {}): RuleFacts {
       [NET, { ok: true }],
       [STORAGE, { ok: true }],
     ]),
+    references: { dependentInvalid: false, invalidDependencies: new Set(), problems: [], unknown: false },
     ...over,
   };
 }
@@ -47,6 +48,11 @@ describe("computeStatus", () => {
     assert.equal(s.dependencyCount, 2);
     assert.deepEqual(byType(s.conditions), {
       Ready: ["True", "Ready", "deletion protection is installed"],
+      ReferencesValid: [
+        "True",
+        "Valid",
+        "the dependent and every dependency are served by the APIExports the rule names",
+      ],
       WorkspacesResolved: [
         "True",
         "Resolved",
@@ -59,10 +65,36 @@ describe("computeStatus", () => {
       s.conditions?.map((c) => [c.type, c.observedGeneration, c.lastTransitionTime]),
       [
         ["Ready", 3, T0],
+        ["ReferencesValid", 3, T0],
         ["WorkspacesResolved", 3, T0],
         ["WebhooksInstalled", 3, T0],
         ["Acyclic", 3, T0],
       ],
+    );
+  });
+
+  it("says which reference does not check out, and is not Ready", () => {
+    const s = computeStatus(
+      vmRule(),
+      facts({
+        references: {
+          dependentInvalid: false,
+          invalidDependencies: new Set([1]),
+          problems: [
+            "spec.dependencies[1].version: APIExport storage.test.io in root:org:storage serves buckets at v2, not v1",
+          ],
+          unknown: false,
+        },
+      }),
+      undefined,
+      T0,
+    );
+    const c = byType(s.conditions);
+    assert.deepEqual(c["ReferencesValid"]?.slice(0, 2), ["False", "DependencyInvalid"]);
+    assert.deepEqual(c["Ready"]?.slice(0, 2), ["False", "DependencyInvalid"]);
+    assert.match(
+      c["Ready"]?.[2] ?? "",
+      /ReferencesValid: spec.dependencies\[1\].version: .* serves buckets at v2, not v1/,
     );
   });
 
@@ -143,7 +175,13 @@ describe("computeStatus", () => {
 
     const broken = computeStatus(vmRule(), facts({ installs: new Map() }), first, T1);
     const times = Object.fromEntries(broken.conditions!.map((c) => [c.type, c.lastTransitionTime]));
-    assert.deepEqual(times, { Ready: T1, WorkspacesResolved: T0, WebhooksInstalled: T1, Acyclic: T0 });
+    assert.deepEqual(times, {
+      Ready: T1,
+      ReferencesValid: T0,
+      WorkspacesResolved: T0,
+      WebhooksInstalled: T1,
+      Acyclic: T0,
+    });
     assert.equal(statusChanged(first, broken), true);
   });
 

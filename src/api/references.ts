@@ -1,0 +1,149 @@
+// A rule's references checked against what kcp serves: the dependent must be a type that the APIExport named in
+// `spec.dependent.apiExportName` exports from the rule's own workspace, at that version and with that kind; each
+// dependency must be exported by `apiExportRef.name` at `apiExportRef.path`, at its version. Pure: the caller fetches
+// the APIExports and APIResourceSchemas (src/kcp/exports.ts) and passes what it found.
+//
+// Three outcomes, because they call for different actions: ok; definitely wrong (kcp answered, and the answer is
+// "not there"), so the part is not enforced; or unknown (no consent to read, kcp unreachable), so protection stays
+// installed and the rule says what is missing.
+import type { DependentType, GroupVersionResource, ParsedDependency } from "./rule.ts";
+
+/** One `spec.resources[]` entry of an APIExport (apis.kcp.io/v1alpha2). */
+export interface ExportedResource {
+  group: string;
+  /** Plural resource name. */
+  name: string;
+  /** APIResourceSchema name in the export's workspace. */
+  schema: string;
+}
+
+/** What the checks need of an APIResourceSchema. */
+export interface SchemaSummary {
+  kind: string;
+  versions: { name: string; served: boolean }[];
+}
+
+/** What kcp has for one APIExport name in one workspace. */
+export type ExportFacts =
+  | {
+      found: true;
+      resources: readonly ExportedResource[];
+      /** Schemas of that workspace by name; a missing name could not be read. */
+      schemas: ReadonlyMap<string, SchemaSummary>;
+    }
+  | { found: false; definite: true }
+  | { found: false; definite: false; reason: string };
+
+export type ReferenceCheck = { ok: true } | { ok: false; definite: boolean; message: string };
+
+const OK: ReferenceCheck = { ok: true };
+
+interface Where {
+  /** The spec field the message starts with, e.g. `spec.dependent` or `spec.dependencies[1]`. */
+  field: string;
+  exportName: string;
+  /** How to name the export's workspace to the rule's author: `this rule's workspace`, `root:network`. */
+  workspace: string;
+}
+
+const grString = (t: { group: string; resource: string }): string =>
+  t.group === "" ? t.resource : `${t.resource}.${t.group}`;
+
+/** Whether `facts` serve `want` (group, resource, version and, when given, kind). */
+export function checkServed(
+  facts: ExportFacts,
+  want: GroupVersionResource & { kind?: string },
+  where: Where,
+): ReferenceCheck {
+  const exp = `APIExport ${where.exportName} in ${where.workspace}`;
+  if (!facts.found) {
+    return facts.definite
+      ? { ok: false, definite: true, message: `${where.field}: ${exp} not found` }
+      : { ok: false, definite: false, message: `${where.field}: cannot check ${exp}: ${facts.reason}` };
+  }
+  const entry = facts.resources.find((r) => r.group === want.group && r.name === want.resource);
+  if (!entry) {
+    const has = facts.resources.map((r) => grString({ group: r.group, resource: r.name })).sort();
+    return {
+      ok: false,
+      definite: true,
+      message: `${where.field}: ${exp} does not export ${grString(want)} (it exports ${has.length ? has.join(", ") : "nothing"})`,
+    };
+  }
+  const schema = facts.schemas.get(entry.schema);
+  if (!schema)
+    return {
+      ok: false,
+      definite: false,
+      message: `${where.field}: cannot check ${exp}: its APIResourceSchema ${entry.schema} could not be read`,
+    };
+  const served = schema.versions.filter((v) => v.served).map((v) => v.name);
+  if (!served.includes(want.version))
+    return {
+      ok: false,
+      definite: true,
+      message:
+        `${where.field}.version: ${exp} serves ${want.resource} at ${served.join(", ") || "no version"}, ` +
+        `not ${want.version}`,
+    };
+  if (want.kind !== undefined && schema.kind !== want.kind)
+    return {
+      ok: false,
+      definite: true,
+      message: `${where.field}.kind: ${exp} serves ${want.resource} as kind ${schema.kind}, not ${want.kind}`,
+    };
+  return OK;
+}
+
+export const OWN_WORKSPACE = "this rule's workspace";
+
+export function checkDependent(dependent: DependentType, facts: ExportFacts): ReferenceCheck {
+  return checkServed(facts, dependent, {
+    field: "spec.dependent",
+    exportName: dependent.apiExportName,
+    workspace: OWN_WORKSPACE,
+  });
+}
+
+export function checkDependency(dep: ParsedDependency, facts: ExportFacts): ReferenceCheck {
+  return checkServed(facts, dep.target, {
+    field: `spec.dependencies[${dep.index}]`,
+    exportName: dep.exportName,
+    workspace: dep.path,
+  });
+}
+
+/** The verdict over a whole rule, for its `ReferencesValid` condition and for what gets installed. */
+export interface ReferencesVerdict {
+  /** The dependent is definitely not served: nothing of the rule is enforced. */
+  dependentInvalid: boolean;
+  /** Indexes of dependencies that definitely do not check out: not installed. */
+  invalidDependencies: ReadonlySet<number>;
+  /** Messages of every failed check, definite ones first, in spec order. */
+  problems: string[];
+  /** True when some check could not be made (the rest may still be definite). */
+  unknown: boolean;
+}
+
+export function combineChecks(
+  dependent: ReferenceCheck,
+  dependencies: readonly { index: number; check: ReferenceCheck }[],
+): ReferencesVerdict {
+  const definite: string[] = [];
+  const unknown: string[] = [];
+  const note = (c: ReferenceCheck) => {
+    if (!c.ok) (c.definite ? definite : unknown).push(c.message);
+  };
+  note(dependent);
+  const invalid = new Set<number>();
+  for (const { index, check } of dependencies) {
+    note(check);
+    if (!check.ok && check.definite) invalid.add(index);
+  }
+  return {
+    dependentInvalid: !dependent.ok && dependent.definite,
+    invalidDependencies: invalid,
+    problems: [...definite, ...unknown],
+    unknown: unknown.length > 0,
+  };
+}
