@@ -34,7 +34,15 @@ export type ExportFacts =
   | { found: false; definite: true }
   | { found: false; definite: false; reason: string };
 
-export type ReferenceCheck = { ok: true } | { ok: false; definite: boolean; message: string };
+export type ReferenceCheck =
+  | { ok: true }
+  | {
+      ok: false;
+      definite: boolean;
+      message: string;
+      /** The APIExport itself is not there: a provider may still apply it, unlike a typo in a field. */
+      exportMissing?: true;
+    };
 
 const OK: ReferenceCheck = { ok: true };
 
@@ -58,7 +66,7 @@ export function checkServed(
   const exp = `APIExport ${where.exportName} in ${where.workspace}`;
   if (!facts.found) {
     return facts.definite
-      ? { ok: false, definite: true, message: `${where.field}: ${exp} not found` }
+      ? { ok: false, definite: true, exportMissing: true, message: `${where.field}: ${exp} not found` }
       : { ok: false, definite: false, message: `${where.field}: cannot check ${exp}: ${facts.reason}` };
   }
   const entry = facts.resources.find((r) => r.group === want.group && r.name === want.resource);

@@ -34,6 +34,8 @@ Flags (environment variable in brackets):
   --leader-election-name NAME        Lease name (default kcp-dependency-controller) [LEADER_ELECTION_NAME]
   --leader-election-namespace NS     Lease namespace in the dep-ctrl workspace (default default) [LEADER_ELECTION_NAMESPACE]
   --resync-period DURATION           full reconcile at least this often, e.g. 30s, 2m (default 30s) [RESYNC_PERIOD]
+  --validate-rules BOOL              configure the webhook to refuse invalid DependencyRules at apply time
+                                     (default true; needs the validatingwebhookconfigurations grant) [VALIDATE_RULES]
   -h, --help                         show this help
 `;
 
@@ -47,6 +49,7 @@ export interface ControllerConfig {
   leaseName: string;
   leaseNamespace: string;
   resyncMs: number;
+  validateRules: boolean;
 }
 
 class UsageError extends Error {}
@@ -81,6 +84,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
       "leader-election-name": { type: "string" },
       "leader-election-namespace": { type: "string" },
       "resync-period": { type: "string" },
+      "validate-rules": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -114,6 +118,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     leaseName: pick("leader-election-name", "LEADER_ELECTION_NAME") ?? "kcp-dependency-controller",
     leaseNamespace: pick("leader-election-namespace", "LEADER_ELECTION_NAMESPACE") ?? "default",
     resyncMs: parseDuration(pick("resync-period", "RESYNC_PERIOD") ?? "30s", "--resync-period"),
+    validateRules: parseBool(pick("validate-rules", "VALIDATE_RULES") ?? "true", "--validate-rules"),
   };
 }
 
@@ -240,6 +245,7 @@ async function start(config: ControllerConfig, opts: RunOptions): Promise<number
       }
       return caBundle;
     },
+    ...(config.validateRules ? { ruleWebhook: conn.workspaceClient } : {}),
     mayWrite: () => !elector || elector.isLeader(),
     exportName: config.apiExportName,
     logger,

@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import type { Logger } from "pino";
-import { DEFAULT_EXPORT_NAME } from "../api/types.ts";
+import { DEFAULT_EXPORT_NAME, type DependencyRule } from "../api/types.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
-import { checkEndpointSlice, NO_ENDPOINTS_HINT } from "../kcp/virtualworkspace.ts";
+import { checkEndpointSlice, ExportWatch, NO_ENDPOINTS_HINT } from "../kcp/virtualworkspace.ts";
 import { WorkspaceResolver } from "../kcp/workspaces.ts";
 import { isApiError } from "../kcp/rest.ts";
 import { createLogger } from "../observability/logger.ts";
@@ -16,7 +16,9 @@ import { loadKeyPair, type TlsFiles } from "../webhook/certs.ts";
 import { createAdmissionHandler } from "../webhook/handler.ts";
 import { LiveDependentFinder } from "../webhook/lookup.ts";
 import { createWebhookMetrics } from "../webhook/metrics.ts";
-import { RuleSource, exportRuleWatch } from "../webhook/rules.ts";
+import { RULES_PATH, RuleSource } from "../webhook/rules.ts";
+import { createRuleAdmissionHandler } from "../webhook/rule-admission.ts";
+import { fetchExportFacts } from "../kcp/exports.ts";
 import { startWebhookServer } from "../webhook/server.ts";
 
 export const USAGE = `Usage: dependency-webhook [flags]
@@ -134,9 +136,22 @@ export async function startWebhook(flags: WebhookFlags, logger: Logger): Promise
     const metricsRegistry = new Registry();
     collectDefaultMetrics({ register: metricsRegistry });
     const metrics = createWebhookMetrics(metricsRegistry);
+    const resolver = new WorkspaceResolver({ base: conn.base });
+    // The source registers its change callback when it builds its watch, right below.
+    let onRulesChanged = (): void => undefined;
+    const rules = new ExportWatch<DependencyRule>({
+      exportWorkspace: conn.workspaceClient,
+      exportName: flags.apiExportName,
+      resourcePath: RULES_PATH,
+      logger: logger.child({ part: "rules" }),
+      onChange: () => onRulesChanged(),
+    });
     const source = new RuleSource({
-      watch: exportRuleWatch(conn.workspaceClient, flags.apiExportName, logger.child({ part: "rules" })),
-      resolver: new WorkspaceResolver({ base: conn.base }),
+      watch: (onChange) => {
+        onRulesChanged = onChange;
+        return rules;
+      },
+      resolver,
       logger: logger.child({ part: "registry" }),
       metrics,
     });
@@ -150,11 +165,26 @@ export async function startWebhook(flags: WebhookFlags, logger: Logger): Promise
       logger: logger.child({ part: "admission" }),
       metrics,
     });
+    // Rule checks read providers' exports through the dep-ctrl export's virtual workspace (their consent: the claims).
+    const ruleHandler = createRuleAdmissionHandler({
+      deps: {
+        resolve: (path) => resolver.resolve(path),
+        fetchExport: (cluster, exportName, resources) =>
+          fetchExportFacts((endpoint, c, p) => rules.clientFor(endpoint, c).get(p), rules.endpoints(), false, {
+            cluster,
+            exportName,
+            resources,
+          }),
+      },
+      logger: logger.child({ part: "rule-admission" }),
+      metrics,
+    });
     const server = await startWebhookServer({
       host: flags.bindAddress,
       port: flags.webhookPort,
       tls: flags.tls,
       handler,
+      ruleHandler,
       logger,
       metrics,
     });

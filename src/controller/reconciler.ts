@@ -18,6 +18,7 @@ import { isApiError, type RequestOptions } from "../kcp/rest.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { findCycles } from "./cycles.ts";
 import { checkReferences } from "./references.ts";
+import { ruleWebhookConfiguration, syncRuleWebhook, type WorkspaceRequests } from "./rule-webhook.ts";
 import {
   type Action,
   desiredConfigurations,
@@ -60,6 +61,8 @@ export interface ReconcilerDeps {
   webhookBaseUrl: string;
   /** The current CA bundle (base64 PEM), read again every pass so a rotated file reaches existing webhooks. */
   caBundle: () => string | undefined;
+  /** The dep-ctrl workspace itself, where the rule admission webhook is configured; undefined turns that off. */
+  ruleWebhook?: WorkspaceRequests;
   /** Checked before every write: a replica that lost the leader lease must stop writing at once. */
   mayWrite: () => boolean;
   exportName: string;
@@ -175,6 +178,7 @@ export class Reconciler {
     }
     const installed = [...installs.values()].filter((r) => r.ok).length;
     metrics.webhookConfigurations.set(installed);
+    if (this.d.ruleWebhook && this.d.mayWrite()) await this.syncRuleWebhook(this.d.ruleWebhook, caBundle);
 
     // A conflict means our view was stale; the next pass (soon, from the watch event) writes status from fresh data.
     if (incomplete) return { requeueAfterMs: 1_000 };
@@ -228,6 +232,27 @@ export class Reconciler {
       }
     });
     return map;
+  }
+
+  /** The rule admission webhook's configuration; a failure is logged and counted, it never fails the pass. */
+  private async syncRuleWebhook(client: WorkspaceRequests, caBundle: string | undefined): Promise<void> {
+    const outcome = await syncRuleWebhook(client, ruleWebhookConfiguration(this.d.webhookBaseUrl, caBundle));
+    if (outcome === "unchanged") return;
+    if (outcome === "created" || outcome === "updated") {
+      this.d.metrics.writes.inc({ action: outcome === "created" ? "create" : "update" });
+      this.d.logger.info(`${outcome} the rule admission webhook configuration in the dep-ctrl workspace`);
+      return;
+    }
+    this.d.metrics.errors.inc({ reason: "rule_webhook" });
+    this.d.logger.warn(
+      outcome === "foreign"
+        ? { problem: "a configuration with its name but without our label exists" }
+        : {
+            err: outcome.error,
+            hint: "grant the controller validatingwebhookconfigurations in deploy/rbac/dep-ctrl-workspace.yaml",
+          },
+      "rule admission webhook not configured; rules are still checked by the controller",
+    );
   }
 
   /** Endpoints to try for a cluster: the one known to serve it first, then the others. */

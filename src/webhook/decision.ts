@@ -17,6 +17,8 @@ export interface AdmissionRequest {
   namespace?: string;
   userInfo?: { username?: string };
   oldObject?: unknown;
+  /** The object as written, for CREATE and UPDATE (the rule admission check). */
+  object?: unknown;
   dryRun?: boolean;
 }
 
@@ -31,9 +33,12 @@ export type DecisionReason =
   | "bad-request"
   | "unresolved-rule"
   | "lookup-error"
-  | "internal-error";
+  | "internal-error"
+  | "rule-valid"
+  | "rule-unverified"
+  | "invalid-rule";
 
-export type StatusReason = "Conflict" | "BadRequest" | "InternalError" | "ServiceUnavailable";
+export type StatusReason = "Conflict" | "BadRequest" | "Invalid" | "InternalError" | "ServiceUnavailable";
 
 export type Decision =
   | { allowed: true; reason: DecisionReason; warnings?: string[] }

@@ -57,6 +57,7 @@ export function parseReview(body: unknown): ParsedReview {
   if (typeof request["namespace"] === "string") out.namespace = request["namespace"];
   if (typeof username === "string") out.userInfo = { username };
   if (request["oldObject"] !== undefined && request["oldObject"] !== null) out.oldObject = request["oldObject"];
+  if (request["object"] !== undefined && request["object"] !== null) out.object = request["object"];
   if (dryRun === true) out.dryRun = true;
   return { ok: true, request: out };
 }

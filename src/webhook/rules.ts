@@ -5,8 +5,6 @@
 // DELETE is decided on a partial set of rules.
 import type { Logger } from "pino";
 import { GROUP, PLURAL, VERSION, type DependencyRule } from "../api/types.ts";
-import type { RestClient } from "../kcp/rest.ts";
-import { ExportWatch } from "../kcp/virtualworkspace.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import type { WebhookMetrics } from "./metrics.ts";
 import { buildRegistry, formatProblem, rulePaths, type RuleRegistry } from "./registry.ts";
@@ -148,14 +146,4 @@ export class RuleSource {
       this.retryTimer.unref();
     }
   }
-}
-
-/** The production watch: rules from every endpoint of the dep-ctrl APIExport's virtual workspace. */
-export function exportRuleWatch(
-  exportWorkspace: RestClient,
-  exportName: string,
-  logger: Logger,
-): (onChange: () => void) => RuleWatch {
-  return (onChange) =>
-    new ExportWatch<DependencyRule>({ exportWorkspace, exportName, resourcePath: RULES_PATH, logger, onChange });
 }

@@ -1,5 +1,6 @@
 // The HTTPS transport: AdmissionReview admission.k8s.io/v1 at /validate/<provider logical cluster> (the URL the
-// controller writes into each provider's VWC) and at /validate (legacy: no provider, match across all).
+// controller writes into each provider's VWC), at /validate (legacy: no provider, match across all), and at
+// /validate-rules (DependencyRule CREATE/UPDATE, from the dep-ctrl workspace's configuration).
 // Transport checks run before any logic: method, path, content type, body size, JSON, envelope. A problem with a
 // readable uid is answered as a denying AdmissionReview (the API server shows its message); without one, with an
 // HTTP error and a JSON Status. Nothing here throws out of a request.
@@ -9,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { LogicalClusterName } from "../api/types.ts";
 import { CertificateReloader, type TlsFiles } from "./certs.ts";
-import type { Decision } from "./decision.ts";
+import type { AdmissionRequest, Decision } from "./decision.ts";
 import type { AdmissionHandler } from "./handler.ts";
 import type { WebhookMetrics } from "./metrics.ts";
 import { parseReview, reviewReply, statusBody } from "./review.ts";
@@ -24,6 +25,8 @@ export interface WebhookServerOptions {
   port: number;
   tls: TlsFiles;
   handler: AdmissionHandler;
+  /** Decides DependencyRule CREATE/UPDATE at /validate-rules; without it that path is 404. */
+  ruleHandler?: (request: AdmissionRequest) => Promise<Decision>;
   logger: Logger;
   metrics: WebhookMetrics;
   maxBodyBytes?: number;
@@ -40,11 +43,15 @@ export interface WebhookServer {
   close(): Promise<void>;
 }
 
-type Route = { ok: true; provider: LogicalClusterName | undefined } | { ok: false; code: number; message: string };
+type Route =
+  { ok: true; provider: LogicalClusterName | undefined; rules?: true } | { ok: false; code: number; message: string };
 
-/** `/validate` or `/validate/<logical cluster>`; anything else is not ours. */
+export const RULES_PATH = "/validate-rules";
+
+/** `/validate`, `/validate/<logical cluster>` or `/validate-rules`; anything else is not ours. */
 export function route(url: string): Route {
   const path = url.split("?")[0] ?? "";
+  if (path === RULES_PATH) return { ok: true, provider: undefined, rules: true };
   if (path === "/validate" || path === "/validate/") return { ok: true, provider: undefined };
   const m = /^\/validate\/([^/]+)\/?$/.exec(path);
   if (!m) return { ok: false, code: 404, message: `no handler for ${path}: use /validate/<provider logical cluster>` };
@@ -117,6 +124,8 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   async function serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const r = route(req.url ?? "/");
     if (!r.ok) return sendStatus(res, r.code, r.message);
+    const ruleHandler = opts.ruleHandler;
+    if (r.rules && !ruleHandler) return sendStatus(res, 404, `no handler for ${RULES_PATH}: rule checks are off`);
     if (req.method !== "POST") return sendStatus(res, 405, `method ${req.method} not allowed: POST an AdmissionReview`);
     const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
     if (type !== "application/json") {
@@ -153,7 +162,8 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     }
     let decision: Decision;
     try {
-      decision = await opts.handler(parsed.request, r.provider);
+      decision =
+        r.rules && ruleHandler ? await ruleHandler(parsed.request) : await opts.handler(parsed.request, r.provider);
     } catch (err) {
       // The handler does not throw by design; if it does anyway, deny (fail closed) and say why.
       log.error({ uid: parsed.request.uid, err: String(err) }, "admission handler failed");

@@ -51,6 +51,7 @@ describe("parseConfig", () => {
       leaseName: "kcp-dependency-controller",
       leaseNamespace: "default",
       resyncMs: 30_000,
+      validateRules: true,
     });
   });
 

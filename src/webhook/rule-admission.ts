@@ -1,0 +1,116 @@
+// The apply-time check of a DependencyRule (CREATE and UPDATE, called through the ValidatingWebhookConfiguration
+// the controller installs in the dep-ctrl workspace). A rule that cannot be right is refused with the reason: a spec
+// the rule model rejects, a dependent its own workspace does not serve, a dependency whose provider's export does
+// not serve what the rule names. What may still become right later (a provider workspace or APIExport that does not
+// exist yet, no consent to read it, kcp unreachable) is allowed with a warning: the controller keeps checking and
+// reports on the rule's status.
+import { checkDependency, checkDependent, type ExportFacts, type ReferenceCheck } from "../api/references.ts";
+import { parseRule } from "../api/rule.ts";
+import { CLUSTER_ANNOTATION, type GroupResource } from "../api/types.ts";
+import type { Resolution } from "../kcp/workspaces.ts";
+import { asRecord } from "../util/json.ts";
+import type { Logger } from "pino";
+import type { AdmissionRequest, Decision } from "./decision.ts";
+import { outcomeOf, type WebhookMetrics } from "./metrics.ts";
+
+export interface RuleCheckDeps {
+  fetchExport(cluster: string, exportName: string, resources: GroupResource[]): Promise<ExportFacts>;
+  resolve(path: string): Promise<Resolution>;
+}
+
+/** Only so many refusal reasons are listed; the rest are on the rule's status once applied. */
+const MAX_LISTED = 10;
+
+function refuse(name: string, problems: readonly string[]): Decision {
+  const listed = problems.slice(0, MAX_LISTED).join("; ");
+  const more = problems.length > MAX_LISTED ? ` and ${problems.length - MAX_LISTED} more` : "";
+  return {
+    allowed: false,
+    reason: "invalid-rule",
+    code: 422,
+    statusReason: "Invalid",
+    message: `DependencyRule ${JSON.stringify(name)} is invalid: ${listed}${more}`,
+  };
+}
+
+/** Sorts one check into refusals or warnings. */
+function sort(check: ReferenceCheck, refusals: string[], warnings: string[], refuseMissingExport: boolean): void {
+  if (check.ok) return;
+  if (check.definite && (refuseMissingExport || !check.exportMissing)) refusals.push(check.message);
+  else warnings.push(check.message);
+}
+
+export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps): Promise<Decision> {
+  if (request.operation !== "CREATE" && request.operation !== "UPDATE") return { allowed: true, reason: "not-delete" };
+  const meta = asRecord(asRecord(request.object)?.["metadata"]);
+  const name = typeof meta?.["name"] === "string" ? meta["name"] : (request.name ?? "");
+  const cluster = asRecord(meta?.["annotations"])?.[CLUSTER_ANNOTATION];
+  // kcp sets kcp.io/cluster on the object it sends (verified on v0.30.0); without it the workspace is unknown.
+  const keyed = {
+    ...asRecord(request.object),
+    metadata: { ...meta, name: name || "unnamed", annotations: { [CLUSTER_ANNOTATION]: cluster || "unknown" } },
+  };
+  const rule = parseRule(keyed)!;
+  if (rule.problems.length > 0) return refuse(name, rule.problems);
+  if (typeof cluster !== "string" || cluster === "" || !rule.dependent)
+    return { allowed: true, reason: "rule-unverified", warnings: ["the rule's workspace is unknown: not checked"] };
+
+  const refusals: string[] = [];
+  const warnings: string[] = [];
+  const dependent = rule.dependent;
+  sort(
+    checkDependent(dependent, await deps.fetchExport(cluster, dependent.apiExportName, [dependent])),
+    refusals,
+    warnings,
+    true,
+  );
+  const checks = await Promise.all(
+    rule.dependencies.map(async (dep): Promise<ReferenceCheck> => {
+      const where = `spec.dependencies[${dep.index}].apiExportRef.path`;
+      const r = await deps.resolve(dep.path);
+      if (!r.ok)
+        return { ok: false, definite: false, message: `${where}: ${r.reason}; the rule protects nothing there yet` };
+      return checkDependency(dep, await deps.fetchExport(r.cluster, dep.exportName, [dep.target]));
+    }),
+  );
+  for (const check of checks) sort(check, refusals, warnings, false);
+  if (refusals.length > 0) return refuse(name, refusals);
+  return warnings.length > 0
+    ? { allowed: true, reason: "rule-unverified", warnings: warnings.slice(0, MAX_LISTED) }
+    : { allowed: true, reason: "rule-valid" };
+}
+
+/** admitRule with its log line and metrics; never throws (an unexpected error allows with a warning, like Ignore). */
+export function createRuleAdmissionHandler(opts: {
+  deps: RuleCheckDeps;
+  logger: Logger;
+  metrics: WebhookMetrics;
+}): (request: AdmissionRequest) => Promise<Decision> {
+  return async (request) => {
+    let decision: Decision;
+    try {
+      decision = await admitRule(request, opts.deps);
+    } catch (err) {
+      opts.logger.error({ uid: request.uid, err: String(err) }, "rule check failed");
+      decision = {
+        allowed: true,
+        reason: "rule-unverified",
+        warnings: ["the rule could not be checked; see its status"],
+      };
+    }
+    opts.metrics.decisions.inc({ outcome: outcomeOf(decision), reason: decision.reason });
+    if (decision.reason !== "rule-valid") {
+      opts.logger.info(
+        {
+          uid: request.uid,
+          name: request.name,
+          operation: request.operation,
+          reason: decision.reason,
+          ...(decision.allowed ? { warnings: decision.warnings } : { message: decision.message }),
+        },
+        decision.allowed ? "rule accepted with warnings" : "rule refused",
+      );
+    }
+    return decision;
+  };
+}
