@@ -8,6 +8,8 @@ export interface ControllerMetrics {
   errors: Counter<"reason">;
   /** Webhook configurations writes by action (create, update, delete). */
   writes: Counter<"action">;
+  /** Rule status writes; with nothing changed in kcp this stays put (level-triggered, no write without a change). */
+  statusWrites: Counter;
   /** Provider workspaces whose webhook configuration is as desired after the last pass. */
   webhookConfigurations: Gauge;
   /** DependencyRules seen in the last pass. */
@@ -36,6 +38,11 @@ export function createMetrics(registry: Registry): ControllerMetrics {
       name: "dependency_controller_webhook_configuration_writes_total",
       help: "ValidatingWebhookConfiguration writes by action.",
       labelNames: ["action"],
+      registers,
+    }),
+    statusWrites: new Counter({
+      name: "dependency_controller_status_writes_total",
+      help: "DependencyRule status writes.",
       registers,
     }),
     webhookConfigurations: new Gauge({

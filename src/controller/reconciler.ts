@@ -334,6 +334,7 @@ export class Reconciler {
     const client = this.d.clientFor(listed.endpoint, rule.key.cluster);
     try {
       await client.request("PUT", `${RULES_PATH}/${rule.key.name}/status`, { body: { ...listed.object, status } });
+      this.d.metrics.statusWrites.inc();
       this.d.logger.debug({ rule: ruleKeyString(rule.key) }, "rule status written");
       return true;
     } catch (err) {

@@ -1,0 +1,138 @@
+// Rules you can trust, on a real kcp with both binaries running: a rule that cannot be right is refused by
+// `kubectl apply` with the reason; one that may become right is accepted with a warning kubectl prints; and one
+// provider's broken rule changes nothing for another provider's tenants, nor shows them anything of it.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+import { stringify } from "yaml";
+import type { KObject } from "../kcp/api.ts";
+import { waitFor } from "../kcp/process.ts";
+import { PATHS } from "../kcp/topology.ts";
+import { RULES, VPCS, assertDenied, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
+
+const e2e = e2eSuite();
+const consumer1 = () => e2e.kcp.ws(PATHS.consumer1);
+const compute = () => e2e.kcp.ws(PATHS.compute);
+
+function rule(name: string, over: { dependent?: Record<string, string>; dependency?: Record<string, unknown> } = {}) {
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name },
+    spec: {
+      dependent: {
+        apiExportName: "compute.test.io",
+        group: "compute.test.io",
+        version: "v1",
+        kind: "VirtualMachine",
+        resource: "virtualmachines",
+        ...over.dependent,
+      },
+      dependencies: [
+        {
+          apiExportRef: { path: PATHS.network, name: "network.test.io" },
+          group: "network.test.io",
+          version: "v1",
+          resource: "vpcs",
+          fieldRef: { path: ".spec.vpcRef.name" },
+          ...over.dependency,
+        },
+      ],
+    },
+  } satisfies KObject;
+}
+
+/** `kubectl apply -f` of one object into the compute provider, as a provider admin runs it. */
+function kubectlApply(obj: KObject): { code: number; out: string } {
+  const file = path.join(e2e.kcp.rootDir, `apply-${String((obj.metadata as { name: string }).name)}.yaml`);
+  writeFileSync(file, stringify(obj));
+  const r = spawnSync(
+    "/usr/bin/kubectl",
+    [
+      `--kubeconfig=${e2e.kcp.adminKubeconfig}`,
+      "--context=base",
+      `--server=${e2e.kcp.baseUrl}/clusters/${PATHS.compute}`,
+      "apply",
+      "-f",
+      file,
+    ],
+    { encoding: "utf8" },
+  );
+  return { code: r.status ?? -1, out: `${r.stdout}${r.stderr}` };
+}
+
+test("the rule admission webhook is configured in the dep-ctrl workspace and in force", async () => {
+  // kcp applies it after replicating it through its cache: wait until a broken rule is refused.
+  await waitFor(
+    "the rule webhook to refuse",
+    () => {
+      const r = kubectlApply(rule("probe", { dependent: { version: "v9" } }));
+      return Promise.resolve(r.code !== 0 && /serves virtualmachines at v1, not v9/.test(r.out) ? true : undefined);
+    },
+    { timeoutMs: 60_000, intervalMs: 500 },
+  );
+});
+
+test("a dependent version the workspace does not serve is refused by kubectl apply, naming the field", () => {
+  const r = kubectlApply(rule("vm-v1beta1", { dependent: { version: "v1beta1" } }));
+  assert.notEqual(r.code, 0, r.out);
+  assert.match(
+    r.out,
+    /admission webhook "rules.dependencies.opendefense.cloud" denied the request: DependencyRule "vm-v1beta1" is invalid: spec.dependent.version: APIExport compute.test.io in this rule's workspace serves virtualmachines at v1, not v1beta1/,
+  );
+});
+
+test("a typo in the dependent resource, a foreign dependent type and an object naming itself are refused", () => {
+  const typo = kubectlApply(rule("vm-typo", { dependent: { resource: "virtualmachine" } }));
+  assert.match(
+    typo.out,
+    /does not export virtualmachine.compute.test.io \(it exports virtualmachines.compute.test.io\)/,
+  );
+  const foreign = kubectlApply(
+    rule("vpc-foreign", {
+      dependent: { apiExportName: "network.test.io", group: "network.test.io", kind: "VPC", resource: "vpcs" },
+      dependency: { resource: "subnets", fieldRef: { path: ".spec.subnetRef.name" } },
+    }),
+  );
+  assert.match(foreign.out, /spec.dependent: APIExport network.test.io in this rule's workspace not found/);
+  const self = kubectlApply(
+    rule("vpc-self", {
+      dependent: { apiExportName: "network.test.io", group: "network.test.io", kind: "VPC", resource: "vpcs" },
+      dependency: { fieldRef: { path: ".metadata.name" } },
+    }),
+  );
+  assert.match(self.out, /names the dependent itself/);
+  for (const r of [typo, foreign, self]) assert.notEqual(r.code, 0, r.out);
+});
+
+test("a dependency on a provider that does not exist yet is accepted with a warning kubectl prints", async () => {
+  const r = kubectlApply(rule("vm-later", { dependency: { apiExportRef: { path: "root:later", name: "x.io" } } }));
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.out, /Warning: spec.dependencies\[0\].apiExportRef.path: workspace root:later not found/);
+  await compute().request("DELETE", `${RULES}/vm-later`);
+});
+
+test("one provider's typo'd path leaves another provider's deletes decided, and names nothing of it", async () => {
+  // Written past the admission check (it only warns about an unknown provider): protects nothing, affects nobody.
+  const r = kubectlApply(
+    rule("vm-typo-path", { dependency: { apiExportRef: { path: "root:does-not-exist", name: "network.test.io" } } }),
+  );
+  assert.equal(r.code, 0, r.out);
+  await create(consumer1(), vpc("kept-vpc"), vm("kept-vm", { vpc: "kept-vpc" }), vpc("free-vpc"));
+  await waitForProtection(consumer1(), `${at(VPCS)}/kept-vpc`, true);
+  const denied = await tryDelete(consumer1(), `${at(VPCS)}/kept-vpc`);
+  assertDenied(denied, /cannot delete vpcs\/kept-vpc: still referenced by VirtualMachine\/kept-vm$/);
+  const message = denied.allowed ? "" : denied.message;
+  for (const secret of ["does-not-exist", e2e.topo.clusters.compute, "vm-typo-path", PATHS.compute])
+    assert.ok(!message.includes(secret), `the message names ${secret}: ${message}`);
+  assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/free-vpc`), { allowed: true });
+  type WithStatus = { status?: { conditions?: { type: string; status: string; message: string }[] } };
+  await waitFor("the typo'd rule's status", async () => {
+    const s = await compute().get<WithStatus>(`${RULES}/vm-typo-path`);
+    const c = s.status?.conditions?.find((x) => x.type === "WorkspacesResolved");
+    return c?.status === "False" && /root:does-not-exist not found/.test(c.message) ? true : undefined;
+  });
+  await compute().request("DELETE", `${RULES}/vm-typo-path`);
+});
