@@ -64,15 +64,21 @@ function kubectlApply(obj: KObject): { code: number; out: string } {
 }
 
 test("the rule admission webhook is configured in the dep-ctrl workspace and in force", async () => {
-  // kcp applies it after replicating it through its cache: wait until a broken rule is refused.
+  // kcp applies it after replicating it through its cache: wait until a broken rule is refused. Each probe has a new
+  // name, so each is a CREATE (kubectl sends nothing for an unchanged object); the ones let through are removed.
+  let n = 0;
   await waitFor(
     "the rule webhook to refuse",
     () => {
-      const r = kubectlApply(rule("probe", { dependent: { version: "v9" } }));
+      const r = kubectlApply(rule(`probe-${n++}`, { dependent: { version: "v9" } }));
       return Promise.resolve(r.code !== 0 && /serves virtualmachines at v1, not v9/.test(r.out) ? true : undefined);
     },
     { timeoutMs: 60_000, intervalMs: 500 },
   );
+  for (let i = 0; i < n; i++)
+    await compute()
+      .request("DELETE", `${RULES}/probe-${i}`)
+      .catch(() => undefined);
 });
 
 test("a dependent version the workspace does not serve is refused by kubectl apply, naming the field", () => {
