@@ -1,10 +1,13 @@
 // Scenario 12: the same product on a two-shard kcp, through the front-proxy. Providers and consumer1 live on the root
 // shard, consumer2 on shard-1; the webhook's lookup RBAC is applied to each shard's system:admin directly; and a rule
 // that lives in a workspace on shard-1 is seen by both binaries (one virtual-workspace endpoint per shard).
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { apply, createWorkspace, waitForBinding, type KObject } from "../kcp/api.ts";
 import { waitFor } from "../kcp/process.ts";
+import { REPO_ROOT } from "../kcp/harness.ts";
 import { startShardedKcp } from "../kcp/sharded.ts";
 import { ENDPOINT_SLICES_PATH, endpointUrls, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
 import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, vmRule } from "../kcp/topology.ts";
@@ -73,6 +76,8 @@ test("12/7. deleting the rule lifts protection on both shards; recreating it res
 test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by the controller and the webhook", async () => {
   const edge = "root:edge-provider";
   await createWorkspace(e2e.kcp.admin, edge, { shard: "shard-1" });
+  // A rule's dependent must be a type its own workspace exports: the edge provider exports network.test.io too.
+  await apply(e2e.kcp.ws(edge), readFileSync(path.join(REPO_ROOT, "test/fixtures/network-provider.yaml"), "utf8"));
   await apply(e2e.kcp.ws(edge), depCtrlBinding(PATHS.depCtrl));
   await waitForBinding(e2e.kcp.ws(edge), EXPORT_NAME);
   // With a binding on shard-1, the dep-ctrl export gains a second virtual-workspace endpoint.
