@@ -7,10 +7,10 @@ import os from "node:os";
 import path from "node:path";
 import { loadKcpConnection } from "../src/kcp/kubeconfig.ts";
 import { ApiError, isApiError, type RestClient } from "../src/kcp/rest.ts";
-import { apply, type KObject } from "../test/kcp/api.ts";
-import { kcpBinDir, startKcp, type Kcp } from "../test/kcp/harness.ts";
-import { waitFor } from "../test/kcp/process.ts";
-import { Binaries, IDENTITIES, PATHS, TOKENS, setupTopology, vmRule, type Topology } from "../test/kcp/topology.ts";
+import { apply, type KObject } from "../tools/kcp/api.ts";
+import { kcpBinDir, startKcp, type Kcp } from "../tools/kcp/harness.ts";
+import { waitFor } from "../tools/kcp/process.ts";
+import { Binaries, IDENTITIES, PATHS, TOKENS, setupTopology, vmRule, type Topology } from "../tools/kcp/topology.ts";
 import { RULES, VMS, VPCS, VWC_PATH, at, tryDelete, vm, vpc } from "../test/e2e/helpers.ts";
 import { metricValue, parseMetrics, type Sample } from "./stats.ts";
 

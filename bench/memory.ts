@@ -1,10 +1,10 @@
 // 4. Memory: resident set (VmRSS) and its peak (VmHWM) of the webhook and controller processes, read from /proc at
 // labelled moments: idle, after the dependents of the latency phase have been checked, and with many rules loaded.
 // kcp's own RSS is recorded alongside for scale.
-import type { KObject } from "../test/kcp/api.ts";
-import { apply } from "../test/kcp/api.ts";
-import { waitFor } from "../test/kcp/process.ts";
-import { PATHS } from "../test/kcp/topology.ts";
+import type { KObject } from "../tools/kcp/api.ts";
+import { apply } from "../tools/kcp/api.ts";
+import { waitFor } from "../tools/kcp/process.ts";
+import { PATHS } from "../tools/kcp/topology.ts";
 import { RULES } from "../test/e2e/helpers.ts";
 import { memoryOf, pool, type BenchEnv, type Memory } from "./env.ts";
 import { metricValue, parseMetrics } from "./stats.ts";

@@ -2,8 +2,8 @@
 // the rule deleted and protection confirmed off, applies the rule, and polls a dry-run DELETE of the probe VPC (a
 // real DELETE would remove the VPC while it is still unprotected) every 50 ms; the webhook is called for dry runs
 // too. The moment the controller's VWC appears is polled alongside, to split controller time from kcp + webhook time.
-import { apply } from "../test/kcp/api.ts";
-import { PATHS, vmRule } from "../test/kcp/topology.ts";
+import { apply } from "../tools/kcp/api.ts";
+import { PATHS, vmRule } from "../tools/kcp/topology.ts";
 import { VWC_PATH, tryDelete } from "../test/e2e/helpers.ts";
 import { PROBE_VPC, setProtection, type BenchEnv } from "./env.ts";
 import { summarize, type Summary } from "./stats.ts";

@@ -16,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { DEFAULT_PAGE_SIZE } from "../src/webhook/lookup.ts";
-import { REPO_ROOT } from "../test/kcp/harness.ts";
+import { REPO_ROOT } from "../tools/kcp/harness.ts";
 import { machineFacts, startBench, stopBench } from "./env.ts";
 import { LATENCY_NS, runLatency } from "./latency.ts";
 import { snapshot, withRules, type MemorySnapshot } from "./memory.ts";

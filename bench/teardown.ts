@@ -2,7 +2,7 @@
 // the namespace is gone, with and without the webhook. Webhook calls and denials during the teardown come from the
 // decisions counter; the decision histogram's sum is the total time the webhook spent deciding.
 import { vm, vpc } from "../test/e2e/helpers.ts";
-import { waitFor } from "../test/kcp/process.ts";
+import { waitFor } from "../tools/kcp/process.ts";
 import {
   cacheWait,
   createAll,

@@ -7,10 +7,10 @@ import { parseArgs } from "node:util";
 import { parse, stringify } from "yaml";
 import { VWC_NAME } from "../src/api/types.ts";
 import { ApiError } from "../src/kcp/rest.ts";
-import { apply } from "../test/kcp/api.ts";
-import { startKcp, type Kcp } from "../test/kcp/harness.ts";
-import { waitFor } from "../test/kcp/process.ts";
-import { Binaries, PATHS, TOKENS, setupTopology, vmRule } from "../test/kcp/topology.ts";
+import { apply } from "../tools/kcp/api.ts";
+import { startKcp, type Kcp } from "../tools/kcp/harness.ts";
+import { waitFor } from "../tools/kcp/process.ts";
+import { Binaries, PATHS, TOKENS, setupTopology, vmRule } from "../tools/kcp/topology.ts";
 
 const USAGE = `Usage: bash hack/demo.sh [--exit] [--help]
 

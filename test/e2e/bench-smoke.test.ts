@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { HEADINGS, type BenchReport } from "../../bench/report.ts";
-import { REPO_ROOT } from "../kcp/harness.ts";
+import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 
 interface Run {
   code: number | null;

@@ -4,8 +4,8 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { REPO_ROOT, kcpBinDir } from "../kcp/harness.ts";
-import { waitFor } from "../kcp/process.ts";
+import { REPO_ROOT, kcpBinDir } from "../../tools/kcp/harness.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
 
 function runDemo(args: string[]): {
   output: () => string;

@@ -4,9 +4,9 @@ import assert from "node:assert/strict";
 import { after, afterEach, before } from "node:test";
 import { VWC_NAME } from "../../src/api/types.ts";
 import { ApiError, type RestClient } from "../../src/kcp/rest.ts";
-import { apply, type KObject } from "../kcp/api.ts";
-import { startKcp, type Kcp } from "../kcp/harness.ts";
-import { waitFor } from "../kcp/process.ts";
+import { apply, type KObject } from "../../tools/kcp/api.ts";
+import { startKcp, type Kcp } from "../../tools/kcp/harness.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
 import {
   Binaries,
   PATHS,
@@ -16,7 +16,7 @@ import {
   type KcpEnv,
   type Topology,
   type TopologyOptions,
-} from "../kcp/topology.ts";
+} from "../../tools/kcp/topology.ts";
 
 export const VPCS = "/apis/network.test.io/v1/namespaces/NS/vpcs";
 export const SUBNETS = "/apis/network.test.io/v1/namespaces/NS/subnets";

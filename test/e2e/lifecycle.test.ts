@@ -5,10 +5,10 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 import type { RestClient } from "../../src/kcp/rest.ts";
-import { apply, createWorkspace, deleteWorkspace, waitForBinding } from "../kcp/api.ts";
-import { REPO_ROOT } from "../kcp/harness.ts";
-import { waitFor } from "../kcp/process.ts";
-import { IDENTITIES, PATHS, RBAC_VARS, waitReady } from "../kcp/topology.ts";
+import { apply, createWorkspace, deleteWorkspace, waitForBinding } from "../../tools/kcp/api.ts";
+import { REPO_ROOT } from "../../tools/kcp/harness.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
+import { IDENTITIES, PATHS, RBAC_VARS, waitReady } from "../../tools/kcp/topology.ts";
 import {
   VMS,
   VPCS,

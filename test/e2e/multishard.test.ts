@@ -5,12 +5,12 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { apply, createWorkspace, waitForBinding, type KObject } from "../kcp/api.ts";
-import { waitFor } from "../kcp/process.ts";
-import { REPO_ROOT } from "../kcp/harness.ts";
-import { startShardedKcp } from "../kcp/sharded.ts";
+import { apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
+import { REPO_ROOT } from "../../tools/kcp/harness.ts";
+import { startShardedKcp } from "../../tools/kcp/sharded.ts";
 import { ENDPOINT_SLICES_PATH, endpointUrls, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
-import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, vmRule } from "../kcp/topology.ts";
+import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, vmRule } from "../../tools/kcp/topology.ts";
 import {
   RULES,
   VPCS,

@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { test } from "node:test";
-import { apply } from "../kcp/api.ts";
-import { PATHS, vmRule } from "../kcp/topology.ts";
+import { apply } from "../../tools/kcp/api.ts";
+import { PATHS, vmRule } from "../../tools/kcp/topology.ts";
 import {
   RULES,
   VMS,

@@ -7,9 +7,9 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 import { stringify } from "yaml";
-import type { KObject } from "../kcp/api.ts";
-import { waitFor } from "../kcp/process.ts";
-import { PATHS } from "../kcp/topology.ts";
+import type { KObject } from "../../tools/kcp/api.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
+import { PATHS } from "../../tools/kcp/topology.ts";
 import { RULES, VPCS, assertDenied, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
 
 const e2e = e2eSuite();

@@ -1,6 +1,6 @@
 // DependencyRules for the controller's integration tests: VMs (compute provider) depending on network resources.
-import type { KObject } from "../kcp/api.ts";
-import { PATHS } from "../kcp/topology.ts";
+import type { KObject } from "../../tools/kcp/api.ts";
+import { PATHS } from "../../tools/kcp/topology.ts";
 
 export interface Dep {
   path?: string;

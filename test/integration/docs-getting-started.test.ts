@@ -11,7 +11,7 @@
 //                                       that renders instead of installing (`helm template`, the same values, the
 //                                       same --set-file files).
 //   <!-- docs-test: expect-error -->    must fail, and its output must contain the ```text block that follows it.
-// kcp starts with the demo's identities (test/kcp/topology.ts TOKENS), the guide's defaults.
+// kcp starts with the demo's identities (tools/kcp/topology.ts TOKENS), the guide's defaults.
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -30,9 +30,9 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { REPO_ROOT, kcpSuite } from "../kcp/harness.ts";
-import { freePort } from "../kcp/process.ts";
-import { IDENTITIES, TOKENS } from "../kcp/topology.ts";
+import { REPO_ROOT, kcpSuite } from "../../tools/kcp/harness.ts";
+import { freePort } from "../../tools/kcp/process.ts";
+import { IDENTITIES, TOKENS } from "../../tools/kcp/topology.ts";
 
 const GUIDE = path.join(REPO_ROOT, "docs/getting-started.md");
 const env = kcpSuite({ tokens: TOKENS });

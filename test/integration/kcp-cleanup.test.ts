@@ -6,8 +6,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { REPO_ROOT, kcpBinDir } from "../kcp/harness.ts";
-import { pidAlive, waitFor } from "../kcp/process.ts";
+import { REPO_ROOT, kcpBinDir } from "../../tools/kcp/harness.ts";
+import { pidAlive, waitFor } from "../../tools/kcp/process.ts";
 
 async function runFixture(
   interrupt: boolean,
@@ -18,7 +18,7 @@ async function runFixture(
   const { NODE_TEST_CONTEXT: _ignored, ...parentEnv } = process.env;
   const child = spawn(
     process.execPath,
-    ["--test", "--test-reporter=tap", path.join(REPO_ROOT, "test/kcp/fixtures/failing-suite.ts")],
+    ["--test", "--test-reporter=tap", path.join(REPO_ROOT, "test/integration/fixtures/failing-suite.ts")],
     {
       env: {
         ...parentEnv,

@@ -2,9 +2,9 @@
 // another workspace, and the export's virtual workspace serving objects across workspaces with kcp.io/cluster.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { apply, createWorkspace, logicalClusterOf, waitForBinding } from "../kcp/api.ts";
-import { kcpSuite } from "../kcp/harness.ts";
-import { waitFor } from "../kcp/process.ts";
+import { apply, createWorkspace, logicalClusterOf, waitForBinding } from "../../tools/kcp/api.ts";
+import { kcpSuite } from "../../tools/kcp/harness.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
 import { endpointUrls, ENDPOINT_SLICES_PATH, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
 
 const env = kcpSuite();

@@ -4,8 +4,8 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
-import { createWorkspace } from "../kcp/api.ts";
-import { startShardedKcp } from "../kcp/sharded.ts";
+import { createWorkspace } from "../../tools/kcp/api.ts";
+import { startShardedKcp } from "../../tools/kcp/sharded.ts";
 
 const LC = "/apis/core.kcp.io/v1alpha1/logicalclusters/cluster";
 

@@ -4,11 +4,11 @@
 // token identity and the bootstrap RBAC from deploy/rbac.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { apply, type KObject } from "../kcp/api.ts";
-import { makeCerts } from "../kcp/certs.ts";
-import { kcpSuite } from "../kcp/harness.ts";
-import { waitFor } from "../kcp/process.ts";
-import { IDENTITIES, PATHS, TOKENS, setupTopology, vmRule, type Topology } from "../kcp/topology.ts";
+import { apply, type KObject } from "../../tools/kcp/api.ts";
+import { makeCerts } from "../../tools/kcp/certs.ts";
+import { kcpSuite } from "../../tools/kcp/harness.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
+import { IDENTITIES, PATHS, TOKENS, setupTopology, vmRule, type Topology } from "../../tools/kcp/topology.ts";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { isApiError, type ApiError, type RestClient } from "../../src/kcp/rest.ts";

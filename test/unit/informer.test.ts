@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
 import { Informer, objectKey, type KubeObject } from "../../src/kcp/informer.ts";
 import { RestClient } from "../../src/kcp/rest.ts";
-import { waitFor } from "../kcp/process.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 
 interface Thing extends KubeObject {
