@@ -3,6 +3,9 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
   FIELD_PATH_PATTERN,
+  MAX_VISITED_VALUES,
+  evaluate,
+  findReference,
   parseFieldPath,
   referencedNames,
   references,
@@ -222,5 +225,115 @@ describe("referencedNames / references", () => {
         assert.equal(references(obj, mustParse(`.spec.items[${n}].name`), "a"), n < list.length && matches(list[n]));
       }),
     );
+  });
+});
+
+/** The quadratic implementation evaluation replaced (Array.includes dedup, spread push): the semantics to keep. */
+function oldReferencedNames(obj: unknown, path: FieldPath): string[] {
+  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  let current: unknown[] = [obj];
+  for (const segment of path.segments) {
+    const next: unknown[] = [];
+    for (const value of current) {
+      if (!isObj(value) || !Object.hasOwn(value, segment.field)) continue;
+      let found: unknown[] = [value[segment.field]];
+      for (const selector of segment.selectors) {
+        const selected: unknown[] = [];
+        for (const list of found) {
+          if (!Array.isArray(list)) continue;
+          if (selector.kind === "all") selected.push(...(list as unknown[]));
+          else if (selector.index < list.length) selected.push(list[selector.index]);
+        }
+        found = selected;
+      }
+      next.push(...found);
+    }
+    current = next;
+    if (current.length === 0) return [];
+  }
+  const names: string[] = [];
+  for (const leaf of current) if (typeof leaf === "string" && !names.includes(leaf)) names.push(leaf);
+  return names;
+}
+
+describe("linear evaluation with a cap", () => {
+  const key = fc.constantFrom("spec", "items", "name", "x");
+  const tree = fc.letrec((tie) => ({
+    node: fc.oneof(
+      { depthSize: "small" },
+      fc.constantFrom("n1", "n2", "n3", 1, null, true),
+      fc.dictionary(key, tie("node"), { maxKeys: 3 }),
+      fc.array(tie("node"), { maxLength: 4 }),
+    ),
+  })).node;
+  const sel = fc.oneof(
+    fc.constant("[*]"),
+    fc.nat({ max: 3 }).map((n) => `[${n}]`),
+  );
+  const path = fc
+    .array(fc.tuple(key, fc.array(sel, { maxLength: 2 })), { minLength: 2, maxLength: 4 })
+    .map((segs) => "." + segs.map(([k, s]) => k + s.join("")).join("."));
+
+  it("finds exactly what the old implementation found, in the same order, below the cap", () => {
+    fc.assert(
+      fc.property(tree, path, (obj, p) => {
+        const parsed = mustParse(p);
+        const old = oldReferencedNames(obj, parsed);
+        assert.deepEqual(evaluate(obj, parsed), { names: old, complete: true });
+        for (const name of ["n1", "n2", "n3"]) {
+          assert.equal(findReference(obj, parsed, name), old.includes(name) ? "referenced" : "absent");
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("with any cap: complete results equal the uncapped ones, and references never turns false because of it", () => {
+    fc.assert(
+      fc.property(tree, path, fc.nat({ max: 12 }), fc.constantFrom("n1", "n2"), (obj, p, limit, name) => {
+        const parsed = mustParse(p);
+        const full = evaluate(obj, parsed);
+        const capped = evaluate(obj, parsed, limit);
+        if (capped.complete) assert.deepEqual(capped.names, full.names);
+        else for (const n of capped.names) assert.ok(full.names.includes(n));
+        // Fail closed: when the full result names it, the capped check says so or says it could not tell.
+        const result = findReference(obj, parsed, name, limit);
+        if (full.names.includes(name)) assert.notEqual(result, "absent");
+        if (result === "absent") assert.equal(references(obj, parsed, name, limit), false);
+        else assert.equal(references(obj, parsed, name, limit), true);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("counts every field value and list element it steps on", () => {
+    const obj = { spec: { names: ["a", "b", "c"] } };
+    const p = mustParse(".spec.names[*]");
+    // spec, names, and three elements: five values.
+    assert.deepEqual(evaluate(obj, p, 5), { names: ["a", "b", "c"], complete: true });
+    assert.deepEqual(evaluate(obj, p, 4), { names: [], complete: false });
+    assert.equal(findReference(obj, p, "z", 4), "over-limit");
+    assert.equal(references(obj, p, "z", 4), true, "over the cap counts as referenced");
+    assert.equal(findReference(obj, p, "z", 5), "absent");
+  });
+
+  it("reads a list far longer than a spread push allows, deduplicated, without throwing", () => {
+    const n = 200_000; // past the ~120k arguments where push(...list) throws RangeError
+    const names = Array.from({ length: n }, (_, i) => `n${i % 150_000}`);
+    const result = evaluate({ spec: { names } }, mustParse(".spec.names[*]"));
+    assert.equal(result.complete, true);
+    assert.equal(result.names.length, 150_000);
+    assert.equal(result.names[0], "n0");
+    assert.equal(result.names.at(-1), "n149999");
+  });
+
+  it("stops at MAX_VISITED_VALUES by default and refuses to call such an object unreferenced", () => {
+    const names = Array.from({ length: MAX_VISITED_VALUES }, () => "x");
+    const obj = { spec: { names } };
+    const p = mustParse(".spec.names[*]");
+    assert.equal(evaluate(obj, p).complete, false);
+    assert.equal(findReference(obj, p, "y"), "over-limit");
+    assert.equal(references(obj, p, "y"), true);
+    assert.deepEqual(referencedNames({ spec: { names: names.slice(2) } }, p), ["x"]);
   });
 });
