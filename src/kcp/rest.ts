@@ -42,6 +42,16 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Per-request timeout in milliseconds (default 30 s); watches pass 0 for none. */
   timeoutMs?: number;
+  /** Largest response body read, in bytes (default DEFAULT_MAX_BODY_BYTES); past it the answer is dropped unread. */
+  maxBodyBytes?: number;
+}
+
+/** Options of a paginated list. */
+export interface ListOptions extends RequestOptions {
+  /** Items asked for per page (default 500). */
+  limit?: number;
+  /** Largest page read, in bytes (default DEFAULT_MAX_PAGE_BYTES); a page over it is asked for again, smaller. */
+  maxPageBytes?: number;
 }
 
 export interface ListMeta {
@@ -62,6 +72,29 @@ export interface WatchEvent<T> {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+
+/**
+ * Largest list page read. kcp refuses to store an object over 1.5 MiB (etcd's request limit), so a page of one item
+ * always fits; 1,000 dependents of a typical 2 KiB fit in one page. A JSON text costs up to about 17 times its size
+ * once parsed (issue 13: 3 MiB became 52 MiB of heap), so 4 MiB per page keeps one lookup under about 70 MiB.
+ */
+export const DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024;
+
+/** Largest body of any other answer: one object (at most 1.5 MiB in kcp) or a Status, with room to spare. */
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/** A response body larger than the reader allows; nothing past `maxBytes` was kept. */
+export class BodyTooLargeError extends Error {
+  readonly maxBytes: number;
+  readonly url: string;
+
+  constructor(method: string, url: string, maxBytes: number, what: string) {
+    super(`${method} ${url}: ${what} is over the ${maxBytes}-byte limit; dropped unread`);
+    this.name = "BodyTooLargeError";
+    this.maxBytes = maxBytes;
+    this.url = url;
+  }
+}
 
 export class RestClient {
   readonly baseUrl: string;
@@ -115,38 +148,50 @@ export class RestClient {
 
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const res = await this.send(method, path, opts);
-    const text = await readBody(res);
+    const text = await readBody(res, opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, method, this.url(path, opts.query));
     const status = res.statusCode ?? 0;
     if (status < 200 || status >= 300) throw toApiError(method, this.url(path, opts.query), status, text);
     return (text === "" ? undefined : JSON.parse(text)) as T;
   }
 
   /**
-   * Lists page by page (limit/continue) and calls `onPage` for each; stops early when it returns false.
-   * A 410 on a continue token (the snapshot expired) is surfaced to the caller, who must restart the list.
+   * Lists page by page (limit/continue) and calls `onPage` for each; stops early when it returns false. A page over
+   * `maxPageBytes` is dropped as soon as it crosses the cap and asked for again with half the limit (same continue
+   * token), down to one item; the smaller limit is kept for the rest of the list. One item over the cap fails with
+   * BodyTooLargeError. A 410 on a continue token (the snapshot expired) is surfaced to the caller, who must restart.
    */
-  async listPages<T>(
-    path: string,
-    onPage: (page: List<T>) => boolean | void,
-    opts: RequestOptions & { limit?: number } = {},
-  ): Promise<void> {
+  async listPages<T>(path: string, onPage: (page: List<T>) => boolean | void, opts: ListOptions = {}): Promise<void> {
+    const { limit: initial, maxPageBytes, ...rest } = opts;
+    let limit = Math.max(1, initial ?? 500);
     let cont: string | undefined;
-    do {
-      const query = { ...opts.query, limit: opts.limit ?? 500, continue: cont };
-      const page = await this.request<List<T>>("GET", path, { ...opts, query });
+    for (;;) {
+      const query = { ...rest.query, limit, continue: cont };
+      let page: List<T>;
+      try {
+        page = await this.request<List<T>>("GET", path, {
+          ...rest,
+          query,
+          maxBodyBytes: maxPageBytes ?? DEFAULT_MAX_PAGE_BYTES,
+        });
+      } catch (err) {
+        if (!(err instanceof BodyTooLargeError) || limit === 1) throw err;
+        limit = Math.max(1, Math.floor(limit / 2));
+        continue;
+      }
       if (onPage(page) === false) return;
       cont = page.metadata?.continue || undefined;
-    } while (cont);
+      if (!cont) return;
+    }
   }
 
   /** Lists everything (paginated under the hood) and returns the items plus the list's resourceVersion. */
-  async listAll<T>(path: string, opts: RequestOptions & { limit?: number } = {}): Promise<List<T>> {
+  async listAll<T>(path: string, opts: ListOptions = {}): Promise<List<T>> {
     const items: T[] = [];
     let resourceVersion: string | undefined;
     await this.listPages<T>(
       path,
       (page) => {
-        items.push(...(page.items ?? []));
+        for (const item of page.items ?? []) items.push(item);
         resourceVersion = page.metadata?.resourceVersion;
       },
       opts,
@@ -170,7 +215,9 @@ export class RestClient {
       ...(signal ? { signal } : {}),
     });
     const status = res.statusCode ?? 0;
-    if (status !== 200) throw toApiError("WATCH", this.url(path, query), status, await readBody(res));
+    const url = this.url(path, query);
+    if (status !== 200)
+      throw toApiError("WATCH", url, status, await readBody(res, DEFAULT_MAX_BODY_BYTES, "WATCH", url));
     res.setEncoding("utf8");
     let buffered = "";
     try {
@@ -223,9 +270,23 @@ export class RestClient {
   }
 }
 
-async function readBody(res: http.IncomingMessage): Promise<string> {
+/** Reads a whole body of at most `maxBytes`; refuses a larger declared length up front, and stops reading past it. */
+async function readBody(res: http.IncomingMessage, maxBytes: number, method: string, url: string): Promise<string> {
+  const declared = Number(res.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    res.destroy();
+    throw new BodyTooLargeError(method, url, maxBytes, `the answer (content-length ${declared})`);
+  }
   const chunks: Buffer[] = [];
-  for await (const chunk of res) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of res) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) {
+      res.destroy();
+      throw new BodyTooLargeError(method, url, maxBytes, "the answer");
+    }
+    chunks.push(chunk as Buffer);
+  }
   return Buffer.concat(chunks).toString("utf8");
 }
 
