@@ -22,7 +22,31 @@ export interface InformerOptions {
   watchTimeoutSeconds?: number;
   /** Extra query parameters for list and watch, e.g. `{ labelSelector: "a=b" }`. */
   query?: Record<string, string>;
+  /**
+   * Seconds past `watchTimeoutSeconds` a watch may stay silent (no event, no bookmark) before the watchdog drops it
+   * and opens a new one: the server ends every watch at its timeout, so a longer silence means the connection died
+   * without a FIN (a dropped NAT entry, a dead peer) and the rule set would freeze while it still counts as synced.
+   */
+  watchdogMarginSeconds?: number;
+  /** Timers for the watchdog; tests pass a fake clock. */
+  timers?: Timers;
+  /** Called when the watchdog restarts a watch, e.g. to count it. */
+  onWatchStalled?: (endpoint: string) => void;
 }
+
+/** The two timer functions the watchdog needs, so a test can drive it with a fake clock. */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const realTimers: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+const DEFAULT_WATCH_TIMEOUT_SECONDS = 300;
+const DEFAULT_WATCHDOG_MARGIN_SECONDS = 30;
 
 /** `<cluster>/<namespace>/<name>`: "/" occurs in none of the parts, so keys never collide. */
 export function objectKey(obj: KubeObject): string {
@@ -39,8 +63,10 @@ class EndpointStream<T extends KubeObject> {
   private readonly client: RestClient;
   private readonly opts: InformerOptions;
   private readonly log: Logger;
+  private readonly url: string;
 
   constructor(url: string, opts: InformerOptions) {
+    this.url = url;
     this.client = opts.client.withBase(url);
     this.opts = opts;
     this.log = opts.logger.child({ endpoint: url });
@@ -86,30 +112,52 @@ class EndpointStream<T extends KubeObject> {
     return list.metadata.resourceVersion ?? "";
   }
 
-  /** Watches until the resourceVersion expires (410), which sends the caller back to a relist. */
+  /**
+   * Watches until the resourceVersion expires (410), which sends the caller back to a relist. Each watch runs under
+   * a watchdog that is reset by every event and bookmark; when it fires, the watch is dropped and reopened from the
+   * last resourceVersion.
+   */
   private async watchFrom(resourceVersion: string): Promise<void> {
     let rv = resourceVersion;
+    const timeoutSeconds = this.opts.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS;
+    const deadlineMs = (timeoutSeconds + (this.opts.watchdogMarginSeconds ?? DEFAULT_WATCHDOG_MARGIN_SECONDS)) * 1000;
+    const timers = this.opts.timers ?? realTimers;
     for (;;) {
       let expired = false;
+      const watch = new AbortController();
+      const onStop = (): void => watch.abort();
+      this.abort.signal.addEventListener("abort", onStop, { once: true });
+      let stalled = false;
+      let timer: unknown;
+      const arm = (): void => {
+        if (timer !== undefined) timers.clearTimeout(timer);
+        timer = timers.setTimeout(() => {
+          stalled = true;
+          this.log.warn({ resourceVersion: rv, silentForMs: deadlineMs }, "watch silent past its timeout; restarting");
+          this.opts.onWatchStalled?.(this.url);
+          watch.abort();
+        }, deadlineMs);
+      };
+      arm();
       try {
         await this.client.watch<T>(
           this.opts.path,
-          {
-            ...this.opts.query,
-            resourceVersion: rv,
-            allowWatchBookmarks: true,
-            timeoutSeconds: this.opts.watchTimeoutSeconds ?? 300,
-          },
+          { ...this.opts.query, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds },
           (ev) => {
+            arm();
             const next = this.apply(ev);
             if (next === EXPIRED) expired = true;
             else if (next) rv = next;
           },
-          this.abort.signal,
+          watch.signal,
         );
       } catch (err) {
         if (isApiError(err, 410)) return;
-        throw err;
+        // A watch dropped by the watchdog before its answer came: reopen it.
+        if (!(stalled && !this.abort.signal.aborted)) throw err;
+      } finally {
+        timers.clearTimeout(timer);
+        this.abort.signal.removeEventListener("abort", onStop);
       }
       if (this.abort.signal.aborted || expired) return;
     }

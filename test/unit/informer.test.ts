@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
-import { Informer, objectKey, type KubeObject } from "../../src/kcp/informer.ts";
+import { Informer, objectKey, type KubeObject, type Timers } from "../../src/kcp/informer.ts";
 import { RestClient } from "../../src/kcp/rest.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
@@ -120,5 +120,77 @@ test("dropping an endpoint forgets its objects", async () => {
     assert.equal(informer.hasSynced(), true);
   } finally {
     informer.stop();
+  }
+});
+
+/** A fake clock: timers fire only when the test advances it. */
+function fakeTimers() {
+  let now = 0;
+  let nextId = 1;
+  const pending = new Map<number, { at: number; ms: number; fn: () => void }>();
+  const timers: Timers = {
+    setTimeout: (fn, ms) => {
+      const id = nextId++;
+      pending.set(id, { at: now + ms, ms, fn });
+      return id;
+    },
+    clearTimeout: (id) => void pending.delete(id as number),
+  };
+  return {
+    timers,
+    armed: () => [...pending.values()].map((t) => t.ms),
+    set: () => nextId - 1,
+    advance(ms: number): void {
+      now += ms;
+      for (const [id, t] of [...pending].sort((a, b) => a[1].at - b[1].at)) {
+        if (t.at > now) continue;
+        pending.delete(id);
+        t.fn();
+      }
+    },
+  };
+}
+
+test("the watchdog restarts a watch silent past its timeout plus the margin, reset by every bookmark", async () => {
+  const open: { res: http.ServerResponse; rv: number }[] = [];
+  api.setWatch((res, rv) => open.push({ res, rv }));
+  const clock = fakeTimers();
+  const stalled: string[] = [];
+  const informer = new Informer<Thing>({
+    client,
+    path: "/things",
+    logger: silentLogger(),
+    onChange: () => undefined,
+    watchTimeoutSeconds: 60,
+    watchdogMarginSeconds: 10,
+    timers: clock.timers,
+    onWatchStalled: (endpoint) => stalled.push(endpoint),
+  });
+  informer.setEndpoints([base]);
+  try {
+    await waitFor("a watch", async () => open.length > 0 || undefined);
+    const listsBefore = api.state.lists;
+    assert.deepEqual(clock.armed(), [70_000], "one watchdog, at timeout + margin");
+
+    clock.advance(69_999);
+    assert.deepEqual(stalled, [], "silent, but not yet past the deadline");
+
+    // A bookmark resets the watchdog and moves the resume point.
+    const armedBefore = clock.set();
+    open[0]?.res.write(JSON.stringify({ type: "BOOKMARK", object: { metadata: { resourceVersion: "4242" } } }) + "\n");
+    await waitFor("the watchdog re-armed", async () => clock.set() > armedBefore || undefined);
+    clock.advance(69_999);
+    assert.deepEqual(stalled, [], "the bookmark moved the deadline");
+
+    clock.advance(1);
+    assert.deepEqual(stalled, [base]);
+    await waitFor("a second watch", async () => open.length > 1 || undefined);
+    assert.equal(open[1]?.rv, 4242, "reopened from the bookmark's resourceVersion");
+    assert.equal(api.state.lists, listsBefore, "a restart reopens the watch; no relist needed");
+    assert.equal(informer.hasSynced(), true);
+    assert.deepEqual(clock.armed(), [70_000], "the new watch has its own watchdog, the old one is gone");
+  } finally {
+    informer.stop();
+    for (const w of open) w.res.end();
   }
 });
