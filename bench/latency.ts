@@ -8,7 +8,7 @@
 // be confirmed fresh (~100 ms here). So the main series are "settled" (each timed request comes ≥ settleMs after the
 // last write), and two extra series time an allowed DELETE and a bare LIST right after an unrelated write (a busy kcp).
 import { parseFieldPath } from "../src/fieldpath/fieldpath.ts";
-import type { Lookup } from "../src/webhook/decision.ts";
+import type { Lookup } from "../src/webhook/admission.ts";
 import { DEFAULT_PAGE_SIZE, LiveDependentFinder } from "../src/webhook/lookup.ts";
 import { VPCS, at, tryDelete, vm, vpc } from "../test/e2e/helpers.ts";
 import {
@@ -345,7 +345,7 @@ async function probePageSizes(env: BenchEnv, opts: LatencyOptions): Promise<Page
   for (let i = 0; i < opts.pageSizeLists; i++) {
     for (const p of probe) {
       const before = scrapeKcp(env);
-      const [wall, found] = await p.cpu.time(() => p.finder.find(lookup));
+      const [wall, found] = await p.cpu.time(() => p.finder.find(lookup, 10));
       if (found.dependents.length > 0) throw new Error(`lookup found ${found.dependents.length} dependents, want none`);
       p.samplesMs.push(wall);
       p.counters.push(listCounters(scrapeKcp(env), before));

@@ -1,58 +1,25 @@
-// THE place a DELETE is decided. Two pure steps around the only I/O (listing dependents):
-//   planLookups(request, rules) → an immediate decision, or the lookups needed;
-//   decide(plan, results)      → allow, or deny with a code and a message.
+// THE place a DELETE is decided. Pure steps around the only I/O (listing dependents, done by the handler):
+//   planLookups(request, rules)        → an immediate decision, or the lookups needed;
+//   clusterWideRetries(plan, results)  → lookups to repeat across namespaces (cluster-scoped dependent types);
+//   decide(plan, results)              → allow, or deny with a code, a message and the blockers as causes.
 // Nothing here reads the network, the clock or a logger, so every branch is a table test.
-import { references, type FieldPath } from "../fieldpath/fieldpath.ts";
+import type { FieldPath } from "../fieldpath/fieldpath.ts";
 import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
-import { asRecord, nonEmptyString } from "../util/json.ts";
-import type { DependentType, RuleMatch } from "./registry.ts";
-
-/** The fields of an admission.k8s.io/v1 AdmissionRequest the decision reads (see kcp.md D). */
-export interface AdmissionRequest {
-  uid: string;
-  operation: string;
-  resource: { group: string; version: string; resource: string };
-  /** Empty for the per-item calls of a DELETECOLLECTION: read the name from oldObject. */
-  name?: string;
-  namespace?: string;
-  userInfo?: { username?: string };
-  oldObject?: unknown;
-  /** The object as written, for CREATE and UPDATE (the rule admission check). */
-  object?: unknown;
-  dryRun?: boolean;
-}
-
-/** Why a decision came out the way it did; also the `reason` label of the decisions metric. */
-export type DecisionReason =
-  | "not-delete"
-  | "skip-protection"
-  | "no-rules"
-  | "no-dependents"
-  | "referenced"
-  | "not-synced"
-  | "bad-request"
-  | "unresolved-rule"
-  | "lookup-error"
-  | "internal-error"
-  | "rule-valid"
-  | "rule-unverified"
-  | "invalid-rule";
-
-export type StatusReason = "Conflict" | "BadRequest" | "Invalid" | "InternalError" | "ServiceUnavailable";
-
-export type Decision =
-  | { allowed: true; reason: DecisionReason; warnings?: string[] }
-  | {
-      allowed: false;
-      reason: DecisionReason;
-      code: number;
-      statusReason: StatusReason;
-      message: string;
-      /** Every blocker found (deduplicated, sorted), for logs; the message lists at most MAX_LISTED_BLOCKERS. */
-      blockers?: string[];
-      /** For the log only: rule keys, workspaces and kcp error texts the deleter must not be shown. */
-      detail?: string;
-    };
+import { asRecord, compareStrings, nonEmptyString } from "../util/json.ts";
+import {
+  allow,
+  badRequest,
+  deny,
+  MAX_CAUSES,
+  MAX_LISTED_BLOCKERS,
+  type AdmissionRequest,
+  type Cause,
+  type Decision,
+  type Dependent,
+  type Lookup,
+  type LookupResult,
+} from "./admission.ts";
+import type { RuleMatch } from "./registry.ts";
 
 /** The object being deleted. */
 export interface Target {
@@ -63,36 +30,16 @@ export interface Target {
   namespace?: string;
 }
 
-/** One list to run in the consumer workspace: objects of `dependent` that name `target.name` at any field path. */
-export interface Lookup {
-  consumer: LogicalClusterName;
-  dependent: DependentType;
-  /** Namespace to list in; undefined lists across all namespaces (cluster-scoped target). */
-  namespace?: string;
-  name: string;
-  fieldPaths: readonly FieldPath[];
-  /** Keys of the rules that asked for this lookup, for the log. */
-  rules: readonly string[];
-  /** Set when the dependent type is the target's own type: the target never counts as its own blocker. */
-  self?: { namespace?: string; name: string };
-}
-
-export type Plan = { kind: "decided"; decision: Decision } | { kind: "lookup"; target: Target; lookups: Lookup[] };
+export type Plan =
+  | { kind: "decided"; decision: Decision }
+  | {
+      kind: "lookup";
+      target: Target;
+      lookups: Lookup[];
+      /** How many dependents each lookup needs to find: a dry run lists them all (up to MAX_CAUSES) as causes. */
+      limit: number;
+    };
 export type LookupPlan = Extract<Plan, { kind: "lookup" }>;
-
-export interface Dependent {
-  namespace?: string;
-  name: string;
-}
-
-/**
- * What one lookup found. `complete` is false when the lister stopped early because more than MAX_LISTED_BLOCKERS
- * dependents were already found; a 404 (the dependent type is not bound in the consumer) is `{ok, [], complete}`.
- */
-export type LookupResult = { ok: true; dependents: Dependent[]; complete: boolean } | { ok: false; error: string };
-
-/** How many blockers a deny message names before "and N more". */
-export const MAX_LISTED_BLOCKERS = 10;
 
 /** 503 while a rule for this resource waits for its provider workspace to resolve; names nobody else's rule. */
 export function pendingMessage(resource: string, name: string): string {
@@ -104,16 +51,6 @@ export const NOT_SYNCED_MESSAGE = "dependency webhook is starting: rule registry
 /** Logical cluster names are lowercase alphanumerics (and `system:` names); they go into a URL path. */
 const LOGICAL_CLUSTER_RE = /^[a-z0-9]([a-z0-9:-]*[a-z0-9])?$/;
 
-const allow = (reason: DecisionReason, warnings?: string[]): Decision =>
-  warnings ? { allowed: true, reason, warnings } : { allowed: true, reason };
-
-type Denial = Extract<Decision, { allowed: false }>;
-
-function deny(reason: DecisionReason, code: number, statusReason: StatusReason, message: string): Denial {
-  return { allowed: false, reason, code, statusReason, message };
-}
-
-const badRequest = (message: string): Decision => deny("bad-request", 400, "BadRequest", message);
 const decided = (decision: Decision): Plan => ({ kind: "decided", decision });
 
 /**
@@ -160,10 +97,7 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
     const detail = rules.pending
       .map((u) => `rule ${u.rule}: workspace ${JSON.stringify(u.path)}: ${u.reason}`)
       .join("; ");
-    return decided({
-      ...deny("unresolved-rule", 503, "ServiceUnavailable", pendingMessage(resource, name)),
-      detail,
-    });
+    return decided(deny("unresolved-rule", 503, "ServiceUnavailable", pendingMessage(resource, name), { detail }));
   }
   if (rules.entries.length === 0) return decided(allow("no-rules"));
 
@@ -196,22 +130,29 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
       ...(sameType ? { self: { ...(namespace ? { namespace } : {}), name } } : {}),
     });
   }
-  return { kind: "lookup", target, lookups: [...lookups.values()] };
+  return {
+    kind: "lookup",
+    target,
+    lookups: [...lookups.values()],
+    limit: request.dryRun ? MAX_CAUSES : MAX_LISTED_BLOCKERS,
+  };
 }
 
-/** The dependents among `items` (a page of a list) that reference the lookup's name at any of its field paths. */
-export function matchingDependents(items: readonly unknown[], lookup: Lookup): Dependent[] {
-  const out: Dependent[] = [];
-  for (const item of items) {
-    if (!lookup.fieldPaths.some((p) => references(item, p, lookup.name))) continue;
-    const meta = asRecord(asRecord(item)?.["metadata"]) ?? {};
-    const name = nonEmptyString(meta["name"]);
-    if (name === undefined) continue;
-    const namespace = nonEmptyString(meta["namespace"]);
-    if (lookup.self && lookup.self.name === name && lookup.self.namespace === namespace) continue;
-    out.push(namespace ? { namespace, name } : { name });
-  }
-  return out;
+/**
+ * The lookups to run again across all namespaces: a namespaced list answers 404 when the dependent type is
+ * cluster-scoped (a namespaced type answers an empty list even for a missing namespace), and such dependents can
+ * name the target too, so they are listed cluster-wide, never skipped. Empty when none is needed.
+ */
+export function clusterWideRetries(plan: LookupPlan, results: readonly LookupResult[]): Map<number, Lookup> {
+  const retries = new Map<number, Lookup>();
+  plan.lookups.forEach((lookup, i) => {
+    const r = results[i];
+    if (r?.ok && r.notBound && lookup.namespace !== undefined) {
+      const { namespace: _ns, ...clusterWide } = lookup;
+      retries.set(i, clusterWide);
+    }
+  });
+  return retries;
 }
 
 /** `Kind/name`; `Kind/namespace/name` when a cluster-scoped target is referenced from a namespace (as the original). */
@@ -234,7 +175,7 @@ export function decide(plan: LookupPlan, results: readonly LookupResult[]): Deci
   const { target } = plan;
   const errors: string[] = [];
   const failed: string[] = [];
-  const blockers = new Set<string>();
+  const blockers = new Map<string, string>(); // blocker → field
   let complete = true;
   plan.lookups.forEach((lookup, i) => {
     const result = results[i];
@@ -245,22 +186,21 @@ export function decide(plan: LookupPlan, results: readonly LookupResult[]): Deci
       errors.push(`rule ${lookup.rules.join(", ")}: listing ${what}: ${result ? result.error : "no result"}`);
     } else {
       if (!result.complete) complete = false;
-      for (const dep of result.dependents) blockers.add(blockerId(d.kind, dep, target));
+      for (const dep of result.dependents) {
+        const id = blockerId(d.kind, dep, target);
+        if (!blockers.has(id)) blockers.set(id, dep.field);
+      }
     }
   });
   // Fail closed: a dependent we could not list might reference the target.
   if (errors.length > 0) {
     const message = `cannot check dependents of ${target.resource}/${target.name}: listing ${failed.join(", ")} in this workspace failed, retry later`;
-    return { ...deny("lookup-error", 500, "InternalError", message), detail: errors.join("; ") };
+    return deny("lookup-error", 500, "InternalError", message, { detail: errors.join("; ") });
   }
   if (blockers.size === 0) return allow("no-dependents");
-  const sorted = [...blockers].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  return {
-    allowed: false,
-    reason: "referenced",
-    code: 409,
-    statusReason: "Conflict",
-    message: denyMessage(target, sorted, complete),
-    blockers: sorted,
-  };
+  const sorted = [...blockers.keys()].sort(compareStrings);
+  const causes: Cause[] = sorted
+    .slice(0, MAX_CAUSES)
+    .map((id) => ({ reason: "ReferencedBy", message: id, field: blockers.get(id) ?? "" }));
+  return deny("referenced", 409, "Conflict", denyMessage(target, sorted, complete), { blockers: sorted, causes });
 }

@@ -1,20 +1,21 @@
 // Runs one admission request through the decision: registry match → plan → lookups (the I/O, in parallel, under
-// one deadline) → decide. It never throws: anything unexpected becomes a 500 denial (fail closed). It also owns the
-// per-decision log line and metrics.
+// one deadline) → cluster-wide retries → decide. It never throws: anything unexpected becomes a 500 denial (fail
+// closed). It owns the per-decision log line and the decision metrics.
 import type { Logger } from "pino";
 import type { LogicalClusterName } from "../api/types.ts";
 import {
-  decide,
-  MAX_LISTED_BLOCKERS,
-  planLookups,
+  internalError,
+  outcomeOf,
   type AdmissionRequest,
   type Decision,
   type Lookup,
   type LookupResult,
-} from "./decision.ts";
+} from "./admission.ts";
+import { clusterWideRetries, decide, planLookups } from "./decision.ts";
 import type { DependentFinder } from "./lookup.ts";
-import { outcomeOf, type WebhookMetrics } from "./metrics.ts";
+import type { WebhookMetrics } from "./metrics.ts";
 import type { RuleRegistry } from "./registry.ts";
+import { logSafe } from "./log.ts";
 
 export interface HandlerOptions {
   /** The current registry, or undefined while it is not yet synced. */
@@ -34,17 +35,16 @@ export type AdmissionHandler = (
 export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
   const timeoutMs = opts.lookupTimeoutMs ?? 8_000;
 
-  async function runLookup(lookup: Lookup, signal: AbortSignal): Promise<LookupResult> {
+  async function runLookup(lookup: Lookup, limit: number, signal: AbortSignal): Promise<LookupResult> {
     const end = opts.metrics.lookupSeconds.startTimer();
     try {
-      const found = await opts.finder.find(lookup, MAX_LISTED_BLOCKERS, signal);
+      const found = await opts.finder.find(lookup, limit, signal);
       end({ result: found.notBound ? "not-bound" : "ok" });
-      return { ok: true, dependents: found.dependents, complete: found.complete };
+      return found;
     } catch (err) {
       end({ result: "error" });
       opts.metrics.lookupErrors.inc();
-      const message = signal.aborted ? `no answer within ${timeoutMs} ms` : errorMessage(err);
-      return { ok: false, error: message };
+      return { ok: false, error: signal.aborted ? `no answer within ${timeoutMs} ms` : errorMessage(err) };
     }
   }
 
@@ -55,7 +55,9 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
     const plan = planLookups(request, match);
     if (plan.kind === "decided") return plan.decision;
     const signal = AbortSignal.timeout(timeoutMs);
-    const results = await Promise.all(plan.lookups.map((l) => runLookup(l, signal)));
+    const results = await Promise.all(plan.lookups.map((l) => runLookup(l, plan.limit, signal)));
+    for (const [i, lookup] of clusterWideRetries(plan, results))
+      results[i] = await runLookup(lookup, plan.limit, signal);
     return decide(plan, results);
   }
 
@@ -65,14 +67,10 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
     try {
       decision = await decideRequest(request, provider);
     } catch (err) {
-      decision = {
-        allowed: false,
-        reason: "internal-error",
-        code: 500,
-        statusReason: "InternalError",
-        message: `internal error deciding ${request.operation} of ${request.resource.resource}/${request.name ?? ""}, retry later`,
-        detail: errorMessage(err),
-      };
+      decision = internalError(
+        `internal error deciding ${request.operation} of ${request.resource.resource}/${request.name ?? ""}, retry later`,
+        errorMessage(err),
+      );
     }
     const outcome = outcomeOf(decision);
     end({ outcome });
@@ -95,7 +93,8 @@ function logDecision(
   if (decision.allowed && decision.reason !== "skip-protection") return;
   const meta = (request.oldObject as { metadata?: { name?: unknown; annotations?: Record<string, unknown> } })
     ?.metadata;
-  const fields = {
+  // Everything from the request is the caller's text: clipped, so a forged review cannot flood or forge the log.
+  const fields = logSafe({
     uid: request.uid,
     workspace: meta?.annotations?.["kcp.io/cluster"],
     provider,
@@ -106,11 +105,14 @@ function logDecision(
     user: request.userInfo?.username,
     dryRun: request.dryRun === true,
     reason: decision.reason,
-  };
+  });
   if (decision.allowed) {
     logger.info(fields, "delete allowed: skip-protection annotation set");
   } else if (decision.code === 409) {
-    logger.info({ ...fields, blockers: decision.blockers, code: decision.code }, "delete denied: still referenced");
+    logger.info(
+      { ...fields, blockers: decision.blockers?.slice(0, 100), blockerCount: decision.blockers?.length, code: 409 },
+      "delete denied: still referenced",
+    );
   } else {
     logger.warn(
       { ...fields, code: decision.code, message: decision.message, detail: decision.detail },

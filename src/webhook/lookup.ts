@@ -1,16 +1,12 @@
 // Finding dependents: the webhook's only I/O on the DELETE path, behind a one-method interface so decisions can be
 // tested with a plain function. The live finder lists the dependent type in the consumer workspace through the kcp
-// front-proxy, page by page, and stops as soon as it has more blockers than a deny message names.
+// front-proxy, page by page, and stops as soon as it has more than it was asked for. It decides nothing: a 404 is
+// reported as `notBound`, and what that means is up to decision.ts.
 import { isApiError, type RestClient } from "../kcp/rest.ts";
-import { matchingDependents, MAX_LISTED_BLOCKERS, type Dependent, type Lookup } from "./decision.ts";
+import type { Lookup, LookupResult } from "./admission.ts";
+import { matchingDependents } from "./matching.ts";
 
-export interface FoundDependents {
-  dependents: Dependent[];
-  /** False when listing stopped early (more than `limit` found); the count is then a lower bound. */
-  complete: boolean;
-  /** True when the dependent type is not served in the consumer workspace (404): nothing can reference the target. */
-  notBound?: boolean;
-}
+export type FoundDependents = Extract<LookupResult, { ok: true }>;
 
 export interface DependentFinder {
   /** Dependents matching `lookup`, stopping once more than `limit` are found. Throws on any failure but 404. */
@@ -51,17 +47,8 @@ export class LiveDependentFinder implements DependentFinder {
     this.pageTimeoutMs = opts.pageTimeoutMs ?? 8_000;
   }
 
-  async find(lookup: Lookup, limit: number = MAX_LISTED_BLOCKERS, signal?: AbortSignal): Promise<FoundDependents> {
-    const found = await this.list(lookup, limit, signal);
-    if (!found.notBound || lookup.namespace === undefined) return found;
-    // A namespaced list 404s when the dependent type is cluster-scoped (a namespaced type answers an empty list even
-    // for a missing namespace). Such dependents can name the target too: list them cluster-wide, never skip them.
-    const { namespace: _ns, ...clusterWide } = lookup;
-    return this.list(clusterWide, limit, signal);
-  }
-
-  private async list(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FoundDependents> {
-    const found: Dependent[] = [];
+  async find(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FoundDependents> {
+    const found: FoundDependents["dependents"] = [];
     let complete = true;
     try {
       await this.base.listPages<unknown>(
@@ -77,9 +64,9 @@ export class LiveDependentFinder implements DependentFinder {
         { limit: this.pageSize, timeoutMs: this.pageTimeoutMs, ...(signal ? { signal } : {}) },
       );
     } catch (err) {
-      if (isApiError(err, 404)) return { dependents: [], complete: true, notBound: true };
+      if (isApiError(err, 404)) return { ok: true, dependents: [], complete: true, notBound: true };
       throw err;
     }
-    return { dependents: found, complete };
+    return { ok: true, dependents: found, complete };
   }
 }

@@ -1,8 +1,9 @@
 // Prometheus metrics of the webhook, registered on a passed-in Registry (never the global one) so tests stay isolated.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { Decision } from "./decision.ts";
 
 export interface WebhookMetrics {
+  /** Every HTTP response, by the code it carries (a review's own status code, or the transport's refusal). */
+  responses: Counter<"code">;
   decisions: Counter<"outcome" | "reason">;
   decisionSeconds: Histogram<"outcome">;
   lookupSeconds: Histogram<"result">;
@@ -13,15 +14,15 @@ export interface WebhookMetrics {
   certificateReloads: Counter<"result">;
 }
 
-/** allowed; denied (409, the object is referenced); errored (any other deny: bad input, not ready, lookup failure). */
-export function outcomeOf(decision: Decision): "allowed" | "denied" | "errored" {
-  if (decision.allowed) return "allowed";
-  return decision.code === 409 ? "denied" : "errored";
-}
-
 export function createWebhookMetrics(registry: Registry): WebhookMetrics {
   const registers = [registry];
   return {
+    responses: new Counter({
+      name: "dependency_webhook_responses_total",
+      help: "HTTP responses by code: 200 allowed, a denial's code (409, 503, ...), or a transport refusal (400, 404, 413, ...).",
+      labelNames: ["code"],
+      registers,
+    }),
     decisions: new Counter({
       name: "dependency_webhook_decisions_total",
       help: "DELETE admission decisions by outcome (allowed, denied, errored) and reason.",

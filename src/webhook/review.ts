@@ -1,15 +1,12 @@
 // The AdmissionReview envelope (admission.k8s.io/v1): checking what arrives, shaping what goes back. Pure.
 // A malformed review gets a message that names the problem; a reply always echoes the request's uid.
-import type { AdmissionRequest, Decision, StatusReason } from "./decision.ts";
+import { asRecord } from "../util/json.ts";
+import type { AdmissionRequest, Cause, Decision, StatusReason } from "./admission.ts";
 
 export const ADMISSION_API_VERSION = "admission.k8s.io/v1";
 export const ADMISSION_KIND = "AdmissionReview";
 
 export type ParsedReview = { ok: true; request: AdmissionRequest } | { ok: false; uid?: string; message: string };
-
-function asRecord(v: unknown): Record<string, unknown> | undefined {
-  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-}
 
 const optionalString = (v: unknown): boolean => v === undefined || v === null || typeof v === "string";
 
@@ -65,7 +62,14 @@ export function parseReview(body: unknown): ParsedReview {
 export interface AdmissionResponse {
   uid: string;
   allowed: boolean;
-  status?: { status: "Failure"; code: number; reason: StatusReason; message: string };
+  status?: {
+    status: "Failure";
+    code: number;
+    reason: StatusReason;
+    message: string;
+    /** The blockers, machine-readable; kcp passes them through to the client unchanged. */
+    details?: { causes: Cause[] };
+  };
   warnings?: string[];
 }
 
@@ -84,6 +88,7 @@ export function reviewReply(uid: string, decision: Decision): AdmissionReviewRep
       code: decision.code,
       reason: decision.statusReason,
       message: decision.message,
+      ...(decision.causes?.length ? { details: { causes: decision.causes } } : {}),
     };
   } else if (decision.warnings) {
     response.warnings = decision.warnings;

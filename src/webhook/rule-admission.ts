@@ -10,8 +10,8 @@ import { CLUSTER_ANNOTATION, type GroupResource } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { asRecord } from "../util/json.ts";
 import type { Logger } from "pino";
-import type { AdmissionRequest, Decision } from "./decision.ts";
-import { outcomeOf, type WebhookMetrics } from "./metrics.ts";
+import { allow, deny, outcomeOf, type AdmissionRequest, type Decision } from "./admission.ts";
+import type { WebhookMetrics } from "./metrics.ts";
 
 export interface RuleCheckDeps {
   fetchExport(cluster: string, exportName: string, resources: GroupResource[]): Promise<ExportFacts>;
@@ -24,13 +24,7 @@ const MAX_LISTED = 10;
 function refuse(name: string, problems: readonly string[]): Decision {
   const listed = problems.slice(0, MAX_LISTED).join("; ");
   const more = problems.length > MAX_LISTED ? ` and ${problems.length - MAX_LISTED} more` : "";
-  return {
-    allowed: false,
-    reason: "invalid-rule",
-    code: 422,
-    statusReason: "Invalid",
-    message: `DependencyRule ${JSON.stringify(name)} is invalid: ${listed}${more}`,
-  };
+  return deny("invalid-rule", 422, "Invalid", `DependencyRule ${JSON.stringify(name)} is invalid: ${listed}${more}`);
 }
 
 /** Sorts one check into refusals or warnings. */
@@ -41,7 +35,7 @@ function sort(check: ReferenceCheck, refusals: string[], warnings: string[], ref
 }
 
 export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps): Promise<Decision> {
-  if (request.operation !== "CREATE" && request.operation !== "UPDATE") return { allowed: true, reason: "not-delete" };
+  if (request.operation !== "CREATE" && request.operation !== "UPDATE") return allow("not-delete");
   const meta = asRecord(asRecord(request.object)?.["metadata"]);
   const name = typeof meta?.["name"] === "string" ? meta["name"] : (request.name ?? "");
   const cluster = asRecord(meta?.["annotations"])?.[CLUSTER_ANNOTATION];
@@ -53,7 +47,7 @@ export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps):
   const rule = parseRule(keyed)!;
   if (rule.problems.length > 0) return refuse(name, rule.problems);
   if (typeof cluster !== "string" || cluster === "" || !rule.dependent)
-    return { allowed: true, reason: "rule-unverified", warnings: ["the rule's workspace is unknown: not checked"] };
+    return allow("rule-unverified", ["the rule's workspace is unknown: not checked"]);
 
   const refusals: string[] = [];
   const warnings: string[] = [];
@@ -75,9 +69,7 @@ export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps):
   );
   for (const check of checks) sort(check, refusals, warnings, false);
   if (refusals.length > 0) return refuse(name, refusals);
-  return warnings.length > 0
-    ? { allowed: true, reason: "rule-unverified", warnings: warnings.slice(0, MAX_LISTED) }
-    : { allowed: true, reason: "rule-valid" };
+  return warnings.length > 0 ? allow("rule-unverified", warnings.slice(0, MAX_LISTED)) : allow("rule-valid");
 }
 
 /** admitRule with its log line and metrics; never throws (an unexpected error allows with a warning, like Ignore). */

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { LogicalClusterName } from "../api/types.ts";
 import { CertificateReloader, type TlsFiles } from "./certs.ts";
-import type { AdmissionRequest, Decision } from "./decision.ts";
+import { badRequest, internalError, type AdmissionRequest, type Decision } from "./admission.ts";
 import type { AdmissionHandler } from "./handler.ts";
 import type { WebhookMetrics } from "./metrics.ts";
 import { parseReview, reviewReply, statusBody } from "./review.ts";
@@ -77,14 +77,22 @@ const REASONS: Record<number, string> = {
   500: "InternalError",
 };
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+/** Every response goes out here, and is counted here: `code` is the HTTP status, or a review's own status code. */
+function sendJsonCounted(res: http.ServerResponse, status: number, body: unknown, count: (code: number) => void): void {
   if (res.headersSent) return;
+  const review = (body as { response?: { allowed?: boolean; status?: { code?: number } } }).response;
+  count(review ? (review.allowed ? 200 : (review.status?.code ?? 500)) : status);
   const text = JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
 }
 
-function sendStatus(res: http.ServerResponse, code: number, message: string): void {
-  sendJson(res, code, statusBody(code, REASONS[code] ?? "Unknown", message));
+function sendStatusCounted(
+  res: http.ServerResponse,
+  code: number,
+  message: string,
+  count: (code: number) => void,
+): void {
+  sendJsonCounted(res, code, statusBody(code, REASONS[code] ?? "Unknown", message), count);
 }
 
 class BodyError extends Error {
@@ -121,6 +129,12 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     ...(opts.certPollMs !== undefined ? { pollMs: opts.certPollMs } : {}),
   });
 
+  const count = (code: number): void => opts.metrics.responses.inc({ code: String(code) });
+  const sendJson = (res: http.ServerResponse, status: number, body: unknown): void =>
+    sendJsonCounted(res, status, body, count);
+  const sendStatus = (res: http.ServerResponse, code: number, message: string): void =>
+    sendStatusCounted(res, code, message, count);
+
   async function serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const r = route(req.url ?? "/");
     if (!r.ok) return sendStatus(res, r.code, r.message);
@@ -151,14 +165,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       log.warn({ uid: parsed.uid, problem: parsed.message }, "malformed admission review");
       opts.metrics.decisions.inc({ outcome: "errored", reason: "bad-request" });
       if (parsed.uid === undefined) return sendStatus(res, 400, parsed.message);
-      const decision: Decision = {
-        allowed: false,
-        reason: "bad-request",
-        code: 400,
-        statusReason: "BadRequest",
-        message: parsed.message,
-      };
-      return sendJson(res, 200, reviewReply(parsed.uid, decision));
+      return sendJson(res, 200, reviewReply(parsed.uid, badRequest(parsed.message)));
     }
     let decision: Decision;
     try {
@@ -167,13 +174,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     } catch (err) {
       // The handler does not throw by design; if it does anyway, deny (fail closed) and say why.
       log.error({ uid: parsed.request.uid, err: String(err) }, "admission handler failed");
-      decision = {
-        allowed: false,
-        reason: "internal-error",
-        code: 500,
-        statusReason: "InternalError",
-        message: `internal error: ${err instanceof Error ? err.message : String(err)}`,
-      };
+      decision = internalError("internal error, retry later", err instanceof Error ? err.message : String(err));
     }
     sendJson(res, 200, reviewReply(parsed.request.uid, decision));
   }
@@ -190,7 +191,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       serve(req, res).catch((err: unknown) => {
         // Unreachable by design; fail closed if it happens anyway.
         log.error({ err: String(err) }, "unexpected error serving admission request");
-        sendStatus(res, 500, `internal error: ${String(err)}`);
+        sendStatus(res, 500, "internal error, retry later");
       });
     },
   );

@@ -1,18 +1,16 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { parseFieldPath, type FieldPath } from "../../src/fieldpath/fieldpath.ts";
+import type { AdmissionRequest, Decision, Denial, Lookup, LookupResult } from "../../src/webhook/admission.ts";
 import {
+  clusterWideRetries,
   decide,
   denyMessage,
-  matchingDependents,
   NOT_SYNCED_MESSAGE,
   planLookups,
-  type AdmissionRequest,
-  type Decision,
-  type Lookup,
-  type LookupResult,
   type Target,
 } from "../../src/webhook/decision.ts";
+import { matchingDependents } from "../../src/webhook/matching.ts";
 import type { RuleEntry, RuleMatch } from "../../src/webhook/registry.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";
 
@@ -76,13 +74,14 @@ function req(o: Del = {}): AdmissionRequest {
   };
 }
 
-const conflict = (message: string, blockers: string[]): Decision => ({
+const conflict = (message: string, blockers: string[], field = ".spec.vpcRef.name"): Denial => ({
   allowed: false,
   reason: "referenced",
   code: 409,
   statusReason: "Conflict",
   message,
   blockers,
+  causes: blockers.map((b) => ({ reason: "ReferencedBy", message: b, field })),
 });
 const badRequest = (message: string): Decision => ({
   allowed: false,
@@ -127,7 +126,7 @@ const cases: Case[] = [
     request: req({ namespace: "default" }),
     match: rules(vpcPeerRule),
     ws: { vpcs: [vpc("my-vpc", "my-vpc"), vpc("peer", "my-vpc")] },
-    want: conflict("cannot delete vpcs/my-vpc: still referenced by VPC/peer", ["VPC/peer"]),
+    want: conflict("cannot delete vpcs/my-vpc: still referenced by VPC/peer", ["VPC/peer"], ".spec.peerRef.name"),
   },
   {
     name: "CREATE is allowed",
@@ -318,10 +317,16 @@ const cases: Case[] = [
       virtualmachines: [vm("vm-1", "my-vpc")],
       loadbalancers: [{ metadata: { name: "lb-1" }, spec: { vpc: "my-vpc" } }],
     },
-    want: conflict("cannot delete vpcs/my-vpc: still referenced by LoadBalancer/lb-1, VirtualMachine/vm-1", [
-      "LoadBalancer/lb-1",
-      "VirtualMachine/vm-1",
-    ]),
+    want: {
+      ...conflict("cannot delete vpcs/my-vpc: still referenced by LoadBalancer/lb-1, VirtualMachine/vm-1", [
+        "LoadBalancer/lb-1",
+        "VirtualMachine/vm-1",
+      ]),
+      causes: [
+        { reason: "ReferencedBy", message: "LoadBalancer/lb-1", field: ".spec.vpc" },
+        { reason: "ReferencedBy", message: "VirtualMachine/vm-1", field: ".spec.vpcRef.name" },
+      ],
+    },
   },
   {
     name: "two rules on the same dependent type: either field path blocks, each dependent once",
@@ -334,10 +339,17 @@ const cases: Case[] = [
         { metadata: { name: "nic" }, spec: { nics: [{ vpcRef: { name: "x" } }, { vpcRef: { name: "my-vpc" } }] } },
       ],
     },
-    want: conflict("cannot delete vpcs/my-vpc: still referenced by VirtualMachine/both, VirtualMachine/nic", [
-      "VirtualMachine/both",
-      "VirtualMachine/nic",
-    ]),
+    want: {
+      ...conflict("cannot delete vpcs/my-vpc: still referenced by VirtualMachine/both, VirtualMachine/nic", [
+        "VirtualMachine/both",
+        "VirtualMachine/nic",
+      ]),
+      // Each cause names the first of the rules' field paths at which the dependent names the target.
+      causes: [
+        { reason: "ReferencedBy", message: "VirtualMachine/both", field: ".spec.vpcRef.name" },
+        { reason: "ReferencedBy", message: "VirtualMachine/nic", field: ".spec.nics[*].vpcRef.name" },
+      ],
+    },
   },
 ];
 
@@ -402,7 +414,7 @@ describe("decide", () => {
 
   it("a lookup error denies 500, even when another lookup found blockers; kcp's words go to the log only", () => {
     const d = decide(plan, [
-      { ok: true, dependents: [{ name: "vm-1" }], complete: true },
+      { ok: true, dependents: [{ name: "vm-1", field: ".spec.vpcRef.name" }], complete: true },
       { ok: false, error: "GET https://kcp/x: 403 Forbidden: access denied" },
     ]);
     assert.deepEqual(d, {
@@ -433,16 +445,53 @@ describe("decide", () => {
 
   it("the same dependent from two lookups is listed once", () => {
     const d = decide(plan, [
-      { ok: true, dependents: [{ name: "x" }, { name: "x" }], complete: true },
-      { ok: true, dependents: [{ name: "x" }], complete: true },
+      {
+        ok: true,
+        dependents: [
+          { name: "x", field: ".spec.vpcRef.name" },
+          { name: "x", field: ".spec.vpcRef.name" },
+        ],
+        complete: true,
+      },
+      { ok: true, dependents: [{ name: "x", field: ".spec.vpc" }], complete: true },
     ]);
-    assert.deepEqual(
-      d,
-      conflict("cannot delete vpcs/my-vpc: still referenced by LoadBalancer/x, VirtualMachine/x", [
+    assert.deepEqual(d, {
+      ...conflict("cannot delete vpcs/my-vpc: still referenced by LoadBalancer/x, VirtualMachine/x", [
         "LoadBalancer/x",
         "VirtualMachine/x",
       ]),
-    );
+      causes: [
+        { reason: "ReferencedBy", message: "LoadBalancer/x", field: ".spec.vpc" },
+        { reason: "ReferencedBy", message: "VirtualMachine/x", field: ".spec.vpcRef.name" },
+      ],
+    });
+  });
+});
+
+describe("clusterWideRetries", () => {
+  it("repeats a namespaced lookup that 404'd across all namespaces (a cluster-scoped dependent type)", () => {
+    const plan = planLookups(req({ namespace: "default" }), rules(vmRule, lbRule));
+    if (plan.kind !== "lookup") throw new Error("want a lookup plan");
+    const retries = clusterWideRetries(plan, [
+      { ok: true, dependents: [], complete: true, notBound: true },
+      { ok: true, dependents: [], complete: true },
+    ]);
+    assert.deepEqual([...retries.keys()], [0]);
+    assert.equal(retries.get(0)?.namespace, undefined);
+    assert.equal(retries.get(0)?.dependent.resource, "virtualmachines");
+  });
+
+  it("has nothing to repeat for a cluster-wide lookup or a list that answered", () => {
+    const plan = planLookups(req(), rules(vmRule));
+    if (plan.kind !== "lookup") throw new Error("want a lookup plan");
+    assert.equal(clusterWideRetries(plan, [{ ok: true, dependents: [], complete: true, notBound: true }]).size, 0);
+  });
+
+  it("a dry run asks for every blocker (up to 1,000), a real delete only for what the message names", () => {
+    const dry = planLookups(req({ dryRun: true }), rules(vmRule));
+    const real = planLookups(req(), rules(vmRule));
+    assert.equal(dry.kind === "lookup" && dry.limit, 1000);
+    assert.equal(real.kind === "lookup" && real.limit, 10);
   });
 });
 
@@ -474,7 +523,7 @@ describe("deny message", () => {
   it("decide passes incompleteness through to the message", () => {
     const plan = planLookups(req(), rules(vmRule));
     if (plan.kind !== "lookup") throw new Error("want a lookup plan");
-    const deps = Array.from({ length: 12 }, (_, i) => ({ name: `vm-${String(i).padStart(2, "0")}` }));
+    const deps = Array.from({ length: 12 }, (_, i) => ({ name: `vm-${String(i).padStart(2, "0")}`, field: ".x.y" }));
     const d = decide(plan, [{ ok: true, dependents: deps, complete: false }]);
     assert.equal(d.allowed === false && d.message.endsWith(", VirtualMachine/vm-09 and at least 2 more"), true);
     assert.equal(d.allowed === false && d.blockers?.length, 12);
@@ -486,6 +535,8 @@ describe("matchingDependents", () => {
     const lookup = planLookups(req(), rules(vmRule));
     if (lookup.kind !== "lookup") throw new Error("want a lookup plan");
     const items = [vm("a", "my-vpc", "ns"), vm("b", "other"), { spec: { vpcRef: { name: "my-vpc" } } }, null, 42];
-    assert.deepEqual(matchingDependents(items, lookup.lookups[0]!), [{ namespace: "ns", name: "a" }]);
+    assert.deepEqual(matchingDependents(items, lookup.lookups[0]!), [
+      { namespace: "ns", name: "a", field: ".spec.vpcRef.name" },
+    ]);
   });
 });

@@ -4,7 +4,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseFieldPath, type FieldPath } from "../../src/fieldpath/fieldpath.ts";
 import { RestClient } from "../../src/kcp/rest.ts";
-import type { Lookup } from "../../src/webhook/decision.ts";
+import type { Lookup } from "../../src/webhook/admission.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";
 import { dependentListPath, LiveDependentFinder } from "../../src/webhook/lookup.ts";
 
@@ -95,7 +95,7 @@ describe("LiveDependentFinder", () => {
     const found = await finder.find(lookup(), 20);
     assert.equal(found.complete, true);
     assert.equal(found.dependents.length, 12);
-    assert.deepEqual(found.dependents[0], { namespace: "default", name: "vm-01" });
+    assert.deepEqual(found.dependents[0], { namespace: "default", name: "vm-01", field: ".spec.vpcRef.name" });
     assert.equal(requests.length, 5);
     assert.equal(requests[0], "/clusters/consumer1/apis/compute.example.io/v1/virtualmachines?limit=5");
     assert.equal(requests[1], "/clusters/consumer1/apis/compute.example.io/v1/virtualmachines?limit=5&continue=5");
@@ -121,27 +121,18 @@ describe("LiveDependentFinder", () => {
   it("treats 404 as no dependents (type not bound in the consumer)", async () => {
     const finder = new LiveDependentFinder({ base });
     const found = await finder.find(lookup({ consumer: "notbound" as LogicalClusterName }), 10);
-    assert.deepEqual(found, { dependents: [], complete: true, notBound: true });
+    assert.deepEqual(found, { ok: true, dependents: [], complete: true, notBound: true });
   });
 
-  it("lists a cluster-scoped dependent type cluster-wide when the namespaced list 404s", async () => {
+  it("reports a namespaced list that 404s as notBound, and decides nothing else (the retry is decision.ts's)", async () => {
     requests.length = 0;
     const finder = new LiveDependentFinder({ base });
     const things = { group: "x.io", version: "v1", resource: "clusterthings", kind: "Thing" };
     const found = await finder.find(lookup({ dependent: things, namespace: "default" }), 10);
-    assert.deepEqual(found, { dependents: [{ name: "t1" }], complete: true });
-    assert.deepEqual(requests, [
-      "/clusters/consumer1/apis/x.io/v1/namespaces/default/clusterthings?limit=1000",
-      "/clusters/consumer1/apis/x.io/v1/clusterthings?limit=1000",
-    ]);
-  });
-
-  it("a type not bound at all is still none after the cluster-wide retry", async () => {
-    requests.length = 0;
-    const finder = new LiveDependentFinder({ base });
-    const found = await finder.find(lookup({ consumer: "notbound" as LogicalClusterName, namespace: "default" }), 10);
-    assert.deepEqual(found, { dependents: [], complete: true, notBound: true });
-    assert.equal(requests.length, 2);
+    assert.deepEqual(found, { ok: true, dependents: [], complete: true, notBound: true });
+    assert.deepEqual(requests, ["/clusters/consumer1/apis/x.io/v1/namespaces/default/clusterthings?limit=1000"]);
+    const clusterWide = await finder.find(lookup({ dependent: things }), 10);
+    assert.deepEqual(clusterWide.dependents, [{ name: "t1", field: ".spec.vpcRef.name" }]);
   });
 
   it("throws any other error with its reason", async () => {

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import type { ExportFacts } from "../../src/api/references.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
-import type { AdmissionRequest } from "../../src/webhook/decision.ts";
+import type { AdmissionRequest } from "../../src/webhook/admission.ts";
 import { admitRule, type RuleCheckDeps } from "../../src/webhook/rule-admission.ts";
 import { ruleObject, type DepSpec } from "./helpers-rules.ts";
 

@@ -14,7 +14,7 @@ import type { DependencyRule } from "../../src/api/types.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { createAdmissionHandler, type AdmissionHandler } from "../../src/webhook/handler.ts";
 import type { DependentFinder } from "../../src/webhook/lookup.ts";
-import { matchingDependents } from "../../src/webhook/decision.ts";
+import { matchingDependents } from "../../src/webhook/matching.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
 import { buildRegistry, type RuleRegistry } from "../../src/webhook/registry.ts";
 import { route, startWebhookServer, type WebhookServer } from "../../src/webhook/server.ts";
@@ -124,7 +124,8 @@ describe("webhook HTTPS server", () => {
     ca = [first.cert];
     registry = buildRegistry([rule], new Map([["root:network", { ok: true, cluster: "net1" as never }]]));
     const finder: DependentFinder = {
-      find: (lookup) => Promise.resolve({ dependents: matchingDependents(dependents, lookup), complete: true }),
+      find: (lookup) =>
+        Promise.resolve({ ok: true, dependents: matchingDependents(dependents, lookup), complete: true }),
     };
     const logger = pino(
       { level: "info" },
@@ -170,6 +171,9 @@ describe("webhook HTTPS server", () => {
           code: 409,
           reason: "Conflict",
           message: "cannot delete vpcs/my-vpc: still referenced by VirtualMachine/default/my-vm",
+          details: {
+            causes: [{ reason: "ReferencedBy", message: "VirtualMachine/default/my-vm", field: ".spec.vpcRef.name" }],
+          },
         },
       },
     });
@@ -368,7 +372,8 @@ describe("webhook HTTPS server", () => {
       assert.deepEqual(r.body["response"], {
         uid: "u-boom",
         allowed: false,
-        status: { status: "Failure", code: 500, reason: "InternalError", message: "internal error: boom" },
+        // The exception's text goes to the log, never to the caller.
+        status: { status: "Failure", code: 500, reason: "InternalError", message: "internal error, retry later" },
       });
     } finally {
       throwFromHandler = false;
@@ -382,6 +387,9 @@ describe("webhook HTTPS server", () => {
     assert.match(text, /dependency_webhook_decisions_total\{outcome="denied",reason="referenced"\} 3/);
     assert.match(text, /dependency_webhook_decisions_total\{outcome="errored",reason="bad-request"\} \d+/);
     assert.match(text, /dependency_webhook_decisions_total\{outcome="errored",reason="not-synced"\} 1/);
+    // Every response is counted once, transport refusals included: 404 (wrong path), 405, 415, 413 ...
+    for (const code of ["200", "409", "404", "405", "415"])
+      assert.match(text, new RegExp(`dependency_webhook_responses_total\\{code="${code}"\\} [1-9]`), code);
   });
 
   it("serves a certificate rotated on disk without a restart, and refuses a broken one", async () => {
