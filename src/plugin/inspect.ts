@@ -1,0 +1,145 @@
+// `kubectl dependencies graph` and `check`: read the rules the user may read, and for one workspace its objects of
+// the types those rules name; then draw or check them with the pure parts (graph.ts, references.ts).
+import type { CheckCommand, GraphCommand } from "./args.ts";
+import { toDot, toJson, toMermaid, typeGraph, type RuleInWorkspace } from "./graph.ts";
+import { findReferences, listingKey, objectGraph, type Reference, type TypeListing } from "./references.ts";
+import { isRecord } from "../util/json.ts";
+import { listObjects, openSession, readRules, resourceFor, type RuleScan, type Session } from "./source.ts";
+import { renderTable } from "./table.ts";
+
+export interface CommandResult {
+  exitCode: 0 | 1 | 2;
+  /** What goes to stdout. */
+  text: string;
+  /** Notes for stderr: what could not be read. */
+  notes: string[];
+}
+
+/** Every type the rules name (dependents and dependencies), listed in the session's workspace. */
+async function listTypes(s: Session, rules: readonly RuleInWorkspace[]): Promise<Map<string, TypeListing>> {
+  const wanted = new Map<string, { group: string; resource: string }>();
+  for (const { rule } of rules) {
+    if (!rule.dependent) continue;
+    wanted.set(listingKey(rule.dependent.group, rule.dependent.resource), rule.dependent);
+    for (const d of rule.dependencies) wanted.set(listingKey(d.target.group, d.target.resource), d.target);
+  }
+  const out = new Map<string, TypeListing>();
+  for (const [key, t] of wanted) {
+    const r = await resourceFor(s, t.group, t.resource);
+    const listing: TypeListing = { group: t.group, resource: t.resource };
+    if (r) {
+      listing.kind = r.kind;
+      listing.namespaced = r.namespaced;
+      const items = await listObjects(s, r);
+      if (items) listing.items = items;
+    }
+    out.set(key, listing);
+  }
+  return out;
+}
+
+function noRulesNote(scan: RuleScan): string {
+  return (
+    `no DependencyRules readable in ${scan.searched.length} workspace(s)` +
+    (scan.skipped.length > 0 ? ` (${scan.skipped.length} could not be read)` : "") +
+    `: rules live in provider workspaces; name them with --rule-workspace if you may read them`
+  );
+}
+
+export async function runGraph(cmd: GraphCommand): Promise<CommandResult> {
+  const s = openSession(cmd.connection);
+  try {
+    const scan = await readRules(s, cmd.ruleWorkspaces);
+    const notes = [...scan.skipped];
+    if (scan.rules.length === 0) notes.push(noRulesNote(scan));
+    const graph = cmd.objects
+      ? objectGraph(findReferences(scan.rules, await listTypes(s, scan.rules)))
+      : typeGraph(scan.rules);
+    if (graph.cycles.length > 0) notes.push(`${graph.cycles.length} cycle(s) found, marked in the graph`);
+    const render = { mermaid: toMermaid, dot: toDot, json: toJson }[cmd.format];
+    return { exitCode: 0, text: render(graph), notes };
+  } finally {
+    s.base.close();
+  }
+}
+
+export interface NotReadyRule {
+  workspace: string;
+  name: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+
+/** Rules whose Ready condition is missing or not True, and rules the rule model finds problems in. Pure. */
+export function notReadyRules(objects: RuleScan["objects"]): NotReadyRule[] {
+  const out: NotReadyRule[] = [];
+  for (const { workspace, object } of objects) {
+    const meta = isRecord(object["metadata"]) ? object["metadata"] : {};
+    const name = typeof meta["name"] === "string" ? meta["name"] : "?";
+    const status = isRecord(object["status"]) ? object["status"] : {};
+    const conditions = Array.isArray(status["conditions"]) ? (status["conditions"] as unknown[]) : [];
+    const ready = conditions.find((c) => isRecord(c) && c["type"] === "Ready") as Record<string, unknown> | undefined;
+    if (ready?.["status"] === "True") continue;
+    out.push({
+      workspace,
+      name,
+      status: typeof ready?.["status"] === "string" ? ready["status"] : "Unknown",
+      reason: typeof ready?.["reason"] === "string" ? ready["reason"] : "NoStatus",
+      message: typeof ready?.["message"] === "string" ? ready["message"] : "the controller has not written a status",
+    });
+  }
+  return out;
+}
+
+/** The check's report: dangling references and rules that are not Ready, as tables. Pure. */
+export function checkReport(workspace: string, refs: readonly Reference[], notReady: readonly NotReadyRule[]): string {
+  const dangling = refs.filter((r) => r.state !== "exists");
+  const parts: string[] = [];
+  if (dangling.length === 0) parts.push(`no dangling references in ${workspace}\n`);
+  else {
+    parts.push(`dangling references in ${workspace} (the dependent names something that does not exist):\n`);
+    parts.push(
+      renderTable(
+        ["namespace", "dependent", "field", "missing", "rule"],
+        dangling.map((r) => [
+          r.from.namespace ?? "",
+          `${r.from.kind}/${r.from.name}`,
+          r.field,
+          `${r.to.resource}/${r.to.name}${r.state === "type-not-served" ? " (type not bound here)" : ""}`,
+          r.rule,
+        ]),
+      ),
+    );
+  }
+  parts.push("");
+  if (notReady.length === 0) parts.push("every DependencyRule read is Ready\n");
+  else {
+    parts.push("DependencyRules that are not Ready:\n");
+    parts.push(
+      renderTable(
+        ["workspace", "rule", "ready", "reason", "message"],
+        notReady.map((r) => [r.workspace, r.name, r.status, r.reason, r.message]),
+      ),
+    );
+  }
+  return parts.join("\n");
+}
+
+export async function runCheck(cmd: CheckCommand): Promise<CommandResult> {
+  const s = openSession(cmd.connection);
+  try {
+    const scan = await readRules(s, cmd.ruleWorkspaces);
+    const notes = [...scan.skipped];
+    if (scan.rules.length === 0) {
+      notes.push(noRulesNote(scan));
+      return { exitCode: 2, text: "", notes };
+    }
+    const refs = findReferences(scan.rules, await listTypes(s, scan.rules));
+    const notReady = notReadyRules(scan.objects);
+    const found = refs.some((r) => r.state !== "exists") || notReady.length > 0;
+    return { exitCode: found ? 1 : 0, text: checkReport(s.workspace, refs, notReady), notes };
+  } finally {
+    s.base.close();
+  }
+}

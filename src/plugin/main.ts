@@ -1,0 +1,47 @@
+// The plugin's entry logic: arguments to a command, a command to output and an exit code. Every failure is one line
+// on stderr and exit code 2; a stack trace only with DEBUG set, for a bug report.
+import { HELP, parseArgs } from "./args.ts";
+import { runCheck, runGraph } from "./inspect.ts";
+import { PluginError } from "./source.ts";
+import { runWhy } from "./why.ts";
+
+export interface Output {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export async function run(argv: readonly string[], io: Output, env: NodeJS.ProcessEnv = {}): Promise<number> {
+  const parsed = parseArgs(argv);
+  if (!parsed.ok) {
+    io.err(
+      `error: ${parsed.error}\nRun "kubectl dependencies ${parsed.topic ? `${parsed.topic} ` : ""}--help" for usage.\n`,
+    );
+    return 2;
+  }
+  const cmd = parsed.command;
+  try {
+    switch (cmd.name) {
+      case "help":
+        io.out(HELP[cmd.topic ?? "main"] + "\n");
+        return 0;
+      case "why": {
+        const r = await runWhy(cmd);
+        if (r.exitCode === 2) io.err(`error: ${r.text}`);
+        else io.out(r.text);
+        return r.exitCode;
+      }
+      case "graph":
+      case "check": {
+        const r = cmd.name === "graph" ? await runGraph(cmd) : await runCheck(cmd);
+        for (const note of r.notes) io.err(`note: ${note}\n`);
+        io.out(r.text);
+        return r.exitCode;
+      }
+    }
+  } catch (err) {
+    const message = err instanceof PluginError ? err.message : `unexpected: ${(err as Error)?.message ?? String(err)}`;
+    io.err(`error: ${message}\n`);
+    if (env["DEBUG"] && err instanceof Error && err.stack) io.err(`${err.stack}\n`);
+    return 2;
+  }
+}

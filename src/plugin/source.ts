@@ -1,0 +1,237 @@
+// The plugin's I/O: the user's own kubeconfig and credentials, discovery, the rules it may read, the objects of one
+// workspace, and the dry-run DELETE. Every kcp answer the user may not see becomes a sentence, never a stack trace.
+import http from "node:http";
+import https from "node:https";
+import { KubeConfig } from "@kubernetes/client-node";
+import { parseRule } from "../api/rule.ts";
+import { GROUP, PLURAL, VERSION } from "../api/types.ts";
+import { credentialsFrom, loadKcpConnection } from "../kcp/kubeconfig.ts";
+import { isApiError, type Credentials, type RestClient } from "../kcp/rest.ts";
+import { WORKSPACE_PATH_PATTERN } from "../kcp/workspaces.ts";
+import type { Connection } from "./args.ts";
+import { apiPrefix, resourcesOf, splitQuery, type ApiResource } from "./discovery.ts";
+import type { RuleInWorkspace } from "./graph.ts";
+
+/** A failure the user can act on; exit code 2 unless said otherwise. */
+export class PluginError extends Error {
+  override name = "PluginError";
+}
+
+export interface Session {
+  base: RestClient;
+  /** The workspace the command acts in, and a client rooted there. */
+  workspace: string;
+  ws: RestClient;
+  /** The context's namespace, else "default". */
+  namespace: string;
+  baseUrl: string;
+  credentials: Credentials;
+}
+
+export function openSession(conn: Connection): Session {
+  const kc = new KubeConfig();
+  let kcp;
+  try {
+    kcp = loadKcpConnection({ kubeconfig: conn.kubeconfig, context: conn.context });
+    if (conn.kubeconfig) kc.loadFromFile(conn.kubeconfig);
+    else kc.loadFromDefault();
+    if (conn.context) kc.setCurrentContext(conn.context);
+  } catch (err) {
+    throw new PluginError((err as Error).message);
+  }
+  const workspace = conn.workspace ?? kcp.workspace;
+  if (workspace === "")
+    throw new PluginError(
+      "the kubeconfig's server names no kcp workspace (…/clusters/<path>): pass --workspace <path>, e.g. root:consumer1",
+    );
+  if (!WORKSPACE_PATH_PATTERN.test(workspace) && !/^[a-z0-9]+$/.test(workspace))
+    throw new PluginError(`--workspace ${workspace}: not a workspace path like root:org:team`);
+  const namespace = kc.getContextObject(kc.getCurrentContext())?.namespace || "default";
+  return {
+    base: kcp.base,
+    workspace,
+    ws: kcp.base.forCluster(workspace),
+    namespace,
+    baseUrl: kcp.baseUrl,
+    credentials: credentialsFrom(kc),
+  };
+}
+
+/** An API error or a network failure, said in the user's terms: `what` reads "list vpcs in root:consumer1". */
+export function explain(err: unknown, what: string): PluginError {
+  if (err instanceof PluginError) return err;
+  if (isApiError(err, 403))
+    return new PluginError(
+      `you may not ${what} (403 Forbidden; kcp also answers so for a workspace that does not exist)`,
+    );
+  if (isApiError(err, 401)) return new PluginError(`kcp does not accept your credentials (401): cannot ${what}`);
+  if (isApiError(err, 404)) return new PluginError(`cannot ${what}: not found (404)`);
+  if (isApiError(err)) return new PluginError(`cannot ${what}: ${err.status} ${err.reason}: ${err.message}`);
+  const e = err as NodeJS.ErrnoException;
+  if (e?.code === "ECONNREFUSED" || e?.code === "ENOTFOUND" || e?.code === "EHOSTUNREACH")
+    return new PluginError(`cannot reach kcp (${e.code}): cannot ${what}`);
+  return new PluginError(`cannot ${what}: ${(err as Error)?.message ?? String(err)}`);
+}
+
+/** The resources a workspace serves, in the group the query names or in all groups (preferred versions). */
+export async function discover(s: Session, query: string): Promise<ApiResource[]> {
+  const { group } = splitQuery(query);
+  const where = `read the API discovery of ${s.workspace}`;
+  let groups: { name: string; version: string }[];
+  try {
+    const list = await s.ws.get<{ groups?: { name: string; preferredVersion?: { version: string } }[] }>("/apis");
+    groups = (list.groups ?? [])
+      .filter((g) => group === undefined || g.name === group)
+      .map((g) => ({ name: g.name, version: g.preferredVersion?.version ?? "" }))
+      .filter((g) => g.version !== "");
+  } catch (err) {
+    throw explain(err, where);
+  }
+  if (group === undefined) groups.unshift({ name: "", version: "v1" });
+  const lists = await Promise.all(
+    groups.map(async (g) => {
+      try {
+        return resourcesOf(g.name, g.version, await s.ws.get(apiPrefix(g.name, g.version)));
+      } catch (err) {
+        if (isApiError(err, 404) || isApiError(err, 503)) return []; // a group going away or not ready: skip it
+        throw explain(err, where);
+      }
+    }),
+  );
+  return lists.flat();
+}
+
+/** The resource of one group/resource in a workspace, or undefined when the workspace does not serve it. */
+export async function resourceFor(s: Session, group: string, resource: string): Promise<ApiResource | undefined> {
+  const found = await discover(s, `${resource}.${group}`);
+  return found.find((r) => r.name === resource);
+}
+
+export interface RawAnswer {
+  status: number;
+  body: unknown;
+}
+
+/**
+ * One request whose error body is kept whole: RestClient's ApiError keeps only reason and message, and `why` needs
+ * the Status's `details.causes`. Same credentials (CA, client certificate, token or exec plugin) as the RestClient.
+ */
+export async function rawRequest(s: Session, method: string, path: string): Promise<RawAnswer> {
+  const url = new URL(`${s.baseUrl}/clusters/${s.workspace}${path}`);
+  const c = s.credentials;
+  const headers = { accept: "application/json", ...(await c.headers()) };
+  const mod = url.protocol === "http:" ? http : https;
+  return new Promise((resolve, reject) => {
+    const req = mod.request(
+      url,
+      {
+        method,
+        headers,
+        ...(c.ca !== undefined ? { ca: c.ca } : {}),
+        ...(c.cert !== undefined ? { cert: c.cert } : {}),
+        ...(c.key !== undefined ? { key: c.key } : {}),
+        rejectUnauthorized: c.insecureSkipTLSVerify !== true,
+        timeout: 30_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (d: Buffer) => chunks.push(d));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          let body: unknown = text;
+          try {
+            body = text === "" ? undefined : JSON.parse(text);
+          } catch {
+            // not JSON: keep the text
+          }
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`${method} ${url.toString()}: no answer within 30 s`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+// ---- rules ----
+
+/** Stops a walk from reading a whole large kcp by accident. */
+export const MAX_WORKSPACES = 500;
+
+export interface RuleScan {
+  rules: RuleInWorkspace[];
+  /** The objects as read, for their status (Ready). */
+  objects: { workspace: string; object: Record<string, unknown> }[];
+  /** Workspaces looked in. */
+  searched: string[];
+  /** What could not be read, one sentence each. */
+  skipped: string[];
+}
+
+/** Every workspace below `root` the user may list, breadth first, `root` included; unreadable ones are noted. */
+export async function walkWorkspaces(base: RestClient, root: string, skipped: string[]): Promise<string[]> {
+  const found: string[] = [];
+  const queue = [root];
+  while (queue.length > 0 && found.length < MAX_WORKSPACES) {
+    const path = queue.shift()!;
+    found.push(path);
+    try {
+      const list = await base
+        .forCluster(path)
+        .listAll<{ metadata: { name: string } }>("/apis/tenancy.kcp.io/v1alpha1/workspaces");
+      for (const w of list.items.map((i) => i.metadata.name).sort()) queue.push(`${path}:${w}`);
+    } catch (err) {
+      if (isApiError(err, 403)) skipped.push(`you may not list the workspaces in ${path}`);
+      else if (!isApiError(err, 404)) skipped.push(explain(err, `list the workspaces in ${path}`).message);
+    }
+  }
+  if (queue.length > 0) skipped.push(`stopped after ${MAX_WORKSPACES} workspaces: name them with --rule-workspace`);
+  return found;
+}
+
+/**
+ * The DependencyRules in each workspace. A named workspace that cannot be read is an error; found by walking, it is
+ * skipped with a note (the user sees what they may read, no more).
+ */
+export async function readRules(s: Session, named: readonly string[]): Promise<RuleScan> {
+  const skipped: string[] = [];
+  const paths = named.length > 0 ? [...named] : await walkWorkspaces(s.base, "root", skipped);
+  const scan: RuleScan = { rules: [], objects: [], searched: paths, skipped };
+  const RULES = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
+  for (const workspace of paths) {
+    if (!WORKSPACE_PATH_PATTERN.test(workspace))
+      throw new PluginError(`--rule-workspace ${workspace}: not a workspace path like root:org:team`);
+    try {
+      const list = await s.base.forCluster(workspace).listAll<Record<string, unknown>>(RULES);
+      for (const object of list.items) {
+        scan.objects.push({ workspace, object });
+        const rule = parseRule(object);
+        if (rule) scan.rules.push({ workspace, rule });
+      }
+    } catch (err) {
+      // 404: the workspace does not bind the DependencyRule API, so it holds no rules.
+      if (isApiError(err, 404)) continue;
+      const e = isApiError(err, 403)
+        ? new PluginError(`you may not read dependencyrules in ${workspace}`)
+        : explain(err, `read dependencyrules in ${workspace}`);
+      if (named.length > 0) throw e;
+      skipped.push(e.message);
+    }
+  }
+  return scan;
+}
+
+/** All objects of one type in the session's workspace, across namespaces; undefined when the type is not served. */
+export async function listObjects(
+  s: Session,
+  r: { group: string; version: string; name: string },
+): Promise<unknown[] | undefined> {
+  try {
+    return (await s.ws.listAll<unknown>(`${apiPrefix(r.group, r.version)}/${r.name}`)).items;
+  } catch (err) {
+    if (isApiError(err, 404)) return undefined;
+    throw explain(err, `list ${r.name}.${r.group} in ${s.workspace}`);
+  }
+}

@@ -1,0 +1,122 @@
+// `kubectl dependencies why`: a server-side dry-run DELETE asks kcp, with the user's own rights, whether the delete
+// would go through now. The webhook decides a dry run exactly like a real delete and changes nothing.
+import { SKIP_PROTECTION_ANNOTATION } from "../api/types.ts";
+import type { WhyCommand } from "./args.ts";
+import { parseRefusal, type Blocker, type Refusal } from "./causes.ts";
+import { collectionPath, matchResource, type ApiResource } from "./discovery.ts";
+import { PluginError, discover, explain, openSession, rawRequest } from "./source.ts";
+import { renderTable } from "./table.ts";
+
+export interface WhyTarget {
+  resource: ApiResource;
+  name: string;
+  namespace?: string;
+  workspace: string;
+}
+
+export interface WhyResult {
+  exitCode: 0 | 1 | 2;
+  text: string;
+}
+
+const where = (t: WhyTarget): string => `${t.workspace}${t.namespace ? `, namespace ${t.namespace}` : ""}`;
+const nsFlag = (ns: string | undefined): string => (ns ? ` -n ${ns}` : "");
+
+/** The report for a refused dry-run DELETE: who refused, every blocker, and what to do next. */
+export function refusalReport(t: WhyTarget, r: Refusal): string {
+  const subject = `${t.resource.name}/${t.name}`;
+  const lines = [`${subject} (${where(t)}): a delete would be REFUSED now.`];
+  lines.push(`refused by: ${r.webhook ? `admission webhook "${r.webhook}"` : "kcp"} (${r.code} ${r.reason})`);
+  if (r.blockers.length === 0) {
+    lines.push(`message: ${r.message}`);
+    if (r.code === 503)
+      lines.push(
+        "",
+        "what to do next: the webhook cannot decide yet (starting, or a rule's provider is unresolved); retry in a minute.",
+      );
+    else if (r.code >= 500)
+      lines.push(
+        "",
+        "what to do next: the webhook could not check the dependents (a lookup failed); retry, and tell your platform team if it persists.",
+      );
+    return lines.join("\n") + "\n";
+  }
+  const count =
+    r.total !== undefined && r.total > r.blockers.length
+      ? `${r.blockers.length} of ${r.total}`
+      : `${r.blockers.length}`;
+  const source =
+    r.source === "causes"
+      ? "from the webhook's status.details.causes"
+      : "parsed from the refusal message: the webhook sent no status.details.causes, so at most ten are named and the fields are unknown";
+  lines.push(`still referenced by ${count} object${r.blockers.length === 1 ? "" : "s"} (${source}):`, "");
+  const rows = r.blockers.map((b) => [b.kind, b.namespace ?? t.namespace ?? "", b.name, b.field ?? "?"]);
+  lines.push(renderTable(["kind", "namespace", "name", "field"], rows).trimEnd());
+  if (!r.complete) lines.push("", "(the webhook found more than it listed; delete these and ask again)");
+  lines.push(
+    "",
+    "what to do next:",
+    "  1. delete these dependents, or change the field shown to name another object, then ask again:",
+  );
+  for (const [kind, group] of groupByKindAndNamespace(r.blockers, t.namespace))
+    lines.push(`       kubectl delete ${kind.toLowerCase()} ${group.names.join(" ")}${nsFlag(group.namespace)}`);
+  lines.push(
+    "  2. break glass (an operator's decision: protection is skipped for this one object):",
+    `       kubectl annotate ${t.resource.name} ${t.name}${nsFlag(t.namespace)} ${SKIP_PROTECTION_ANNOTATION}=true`,
+  );
+  return lines.join("\n") + "\n";
+}
+
+function groupByKindAndNamespace(
+  blockers: readonly Blocker[],
+  defaultNs: string | undefined,
+): [string, { namespace?: string; names: string[] }][] {
+  const groups = new Map<string, { kind: string; namespace?: string; names: string[] }>();
+  for (const b of blockers) {
+    const ns = b.namespace ?? defaultNs;
+    const key = `${b.kind}/${ns ?? ""}`;
+    const g = groups.get(key) ?? { kind: b.kind, ...(ns ? { namespace: ns } : {}), names: [] };
+    if (!g.names.includes(b.name)) g.names.push(b.name);
+    groups.set(key, g);
+  }
+  return [...groups.values()].map((g) => [g.kind, g]);
+}
+
+/** The dry-run answer → exit code and report. Pure. */
+export function whyResult(t: WhyTarget, status: number, body: unknown): WhyResult {
+  const subject = `${t.resource.name}/${t.name}`;
+  if (status >= 200 && status < 300)
+    return {
+      exitCode: 0,
+      text: `${subject} (${where(t)}): can be deleted now; no dependency rule refuses it (checked with a dry-run DELETE).\n`,
+    };
+  const r = parseRefusal(body);
+  if (r.webhook !== undefined) return { exitCode: 1, text: refusalReport(t, r) };
+  const msg = r.message || (typeof body === "string" ? body.trim() : "");
+  if (status === 404) return { exitCode: 2, text: `${subject} not found in ${where(t)}\n` };
+  if (status === 403)
+    return {
+      exitCode: 2,
+      text: `you may not delete ${t.resource.name} in ${where(t)}, so this cannot be asked: ${msg}\n`,
+    };
+  if (status === 401) return { exitCode: 2, text: `kcp does not accept your credentials (401): ${msg}\n` };
+  return { exitCode: 2, text: `cannot ask about ${subject} in ${where(t)}: ${status} ${r.reason}: ${msg}\n` };
+}
+
+export async function runWhy(cmd: WhyCommand): Promise<WhyResult> {
+  const s = openSession(cmd.connection);
+  const match = matchResource(cmd.resource, await discover(s, cmd.resource));
+  if (!match.ok) throw new PluginError(`${match.error} (workspace ${s.workspace})`);
+  const resource = match.resource;
+  const namespace = resource.namespaced ? (cmd.namespace ?? s.namespace) : undefined;
+  const t: WhyTarget = { resource, name: cmd.objectName, workspace: s.workspace, ...(namespace ? { namespace } : {}) };
+  const path = `${collectionPath(resource, namespace)}/${encodeURIComponent(cmd.objectName)}?dryRun=All`;
+  try {
+    const answer = await rawRequest(s, "DELETE", path);
+    return whyResult(t, answer.status, answer.body);
+  } catch (err) {
+    throw explain(err, `ask kcp about ${resource.name}/${cmd.objectName} in ${where(t)}`);
+  } finally {
+    s.base.close();
+  }
+}
