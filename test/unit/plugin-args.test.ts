@@ -1,0 +1,74 @@
+// The plugin's command line: every subcommand, both target spellings, repeated and unknown flags, help.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { parseArgs } from "../../src/plugin/args.ts";
+
+describe("plugin arguments", () => {
+  const cases: { name: string; argv: string[]; want: unknown }[] = [
+    {
+      name: "why with resource/name and -n",
+      argv: ["why", "vpc/my-vpc", "-n", "team-a"],
+      want: { name: "why", resource: "vpc", objectName: "my-vpc", namespace: "team-a", connection: {} },
+    },
+    {
+      name: "why with resource and name as two words, --namespace=, connection flags",
+      argv: [
+        "why",
+        "vpcs.network.test.io",
+        "my-vpc",
+        "--namespace=x",
+        "--kubeconfig=/k",
+        "--context",
+        "c",
+        "--workspace",
+        "root:a",
+      ],
+      want: {
+        name: "why",
+        resource: "vpcs.network.test.io",
+        objectName: "my-vpc",
+        namespace: "x",
+        connection: { kubeconfig: "/k", context: "c", workspace: "root:a" },
+      },
+    },
+    {
+      name: "graph defaults to mermaid, types",
+      argv: ["graph"],
+      want: { name: "graph", format: "mermaid", objects: false, ruleWorkspaces: [], connection: {} },
+    },
+    {
+      name: "graph -o dot --objects with repeated --rule-workspace",
+      argv: ["graph", "-o", "dot", "--objects", "--rule-workspace", "root:a", "--rule-workspace=root:b"],
+      want: { name: "graph", format: "dot", objects: true, ruleWorkspaces: ["root:a", "root:b"], connection: {} },
+    },
+    { name: "check", argv: ["check"], want: { name: "check", ruleWorkspaces: [], connection: {} } },
+    { name: "help for a command", argv: ["graph", "--help"], want: { name: "help", topic: "graph" } },
+    { name: "help word", argv: ["help", "why"], want: { name: "help", topic: "why" } },
+    { name: "bare --help", argv: ["--help"], want: { name: "help" } },
+  ];
+  for (const c of cases)
+    it(c.name, () => {
+      assert.deepEqual(parseArgs(c.argv), { ok: true, command: c.want });
+    });
+
+  const errors: { name: string; argv: string[]; match: RegExp }[] = [
+    { name: "no command", argv: [], match: /missing command/ },
+    { name: "unknown command", argv: ["delete"], match: /unknown command "delete"/ },
+    { name: "why without object", argv: ["why"], match: /why needs one object/ },
+    { name: "why with a bare resource", argv: ["why", "vpc"], match: /why needs one object/ },
+    { name: "why with too many slashes", argv: ["why", "a/b/c"], match: /why needs one object/ },
+    { name: "unknown output", argv: ["graph", "-o", "svg"], match: /one of mermaid, dot, json/ },
+    { name: "flag without value", argv: ["why", "vpc/x", "-n"], match: /-n needs a value/ },
+    { name: "unknown flag", argv: ["check", "--all"], match: /unknown flag --all/ },
+    { name: "flag of another command", argv: ["check", "-o", "json"], match: /check does not take --output/ },
+    { name: "-n on graph", argv: ["graph", "-n", "x"], match: /graph does not take --namespace/ },
+    { name: "--objects with a value", argv: ["graph", "--objects=yes"], match: /takes no value/ },
+    { name: "graph with an argument", argv: ["graph", "vpcs"], match: /graph takes no arguments/ },
+  ];
+  for (const c of errors)
+    it(`refuses: ${c.name}`, () => {
+      const r = parseArgs(c.argv);
+      assert.equal(r.ok, false);
+      if (!r.ok) assert.match(r.error, c.match);
+    });
+});
