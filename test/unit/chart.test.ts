@@ -1,5 +1,5 @@
 // The Helm chart (deploy/chart): `helm lint`, and `helm template` in three configurations (default values; several
-// replicas with a cert-manager ClusterIssuer; an existing TLS Secret). Every rendered object is validated offline
+// replicas with a cert-manager ClusterIssuer, a LoadBalancer and a NetworkPolicy; an existing TLS Secret). Every rendered object is validated offline
 // against the Kubernetes, cert-manager and prometheus-operator schemas (kubernetes-models), the objects are checked
 // to fit together (selectors, named ports, probe ports, Secrets, certificate names), the binaries' own flag parsers
 // accept the rendered arguments, and wrong values fail with the message that says what to change.
@@ -13,11 +13,13 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import * as core from "kubernetes-models/v1";
 import * as apps from "kubernetes-models/apps/v1";
+import * as networking from "kubernetes-models/networking.k8s.io/v1";
 import * as policy from "kubernetes-models/policy/v1";
 import * as certManager from "@kubernetes-models/cert-manager/cert-manager.io/v1";
 import * as monitoring from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
 import type { IDeployment } from "kubernetes-models/apps/v1";
 import type { IPodSpec, IPodTemplateSpec, ISecret, IService } from "kubernetes-models/v1";
+import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1";
 import type { ICertificate, IIssuer } from "@kubernetes-models/cert-manager/cert-manager.io/v1";
 import type { IServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
@@ -65,7 +67,7 @@ type ModelClass = new (data: KObject) => { validate(): void };
 
 /** Model classes by "apiVersion/kind"; an object of a kind not listed here fails (nothing slips by unvalidated). */
 const MODELS = new Map<string, ModelClass>();
-for (const mod of [core, apps, policy, certManager, monitoring]) {
+for (const mod of [core, apps, networking, policy, certManager, monitoring]) {
   for (const value of Object.values(mod as Record<string, unknown>)) {
     const cls = value as { apiVersion?: unknown; kind?: unknown };
     if (typeof value === "function" && typeof cls.apiVersion === "string" && typeof cls.kind === "string") {
@@ -97,6 +99,7 @@ interface Kinds {
   Service: IService;
   Secret: ISecret;
   PodDisruptionBudget: IPodDisruptionBudget;
+  NetworkPolicy: INetworkPolicy;
   Certificate: ICertificate;
   Issuer: IIssuer;
   ServiceMonitor: IServiceMonitor;
@@ -137,6 +140,8 @@ interface Expect {
   serviceType: string;
   metrics: boolean;
   serviceMonitor: boolean;
+  /** The webhook's NetworkPolicy: where kcp may call from, and the namespace that may scrape; false: none. */
+  networkPolicy: false | { cidrs: string[]; peers: number; metricsNamespace: string };
 }
 
 const CONFIGS: { name: string; files: string[]; release: string; expect: Expect }[] = [
@@ -163,6 +168,7 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
       serviceType: "ClusterIP",
       metrics: true,
       serviceMonitor: false,
+      networkPolicy: false,
     },
   },
   {
@@ -188,6 +194,7 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
       serviceType: "LoadBalancer",
       metrics: true,
       serviceMonitor: true,
+      networkPolicy: { cidrs: ["10.20.0.0/16"], peers: 1, metricsNamespace: "monitoring" },
     },
   },
   {
@@ -213,6 +220,7 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
       serviceType: "NodePort",
       metrics: false,
       serviceMonitor: false,
+      networkPolicy: false,
     },
   },
 ];
@@ -293,6 +301,7 @@ for (const config of CONFIGS) {
         "ServiceAccount",
         ...(e.metrics ? ["Service", "Service"] : []),
         ...(e.serviceMonitor ? ["ServiceMonitor"] : []),
+        ...(e.networkPolicy ? ["NetworkPolicy"] : []),
         ...(e.kubeconfigSecrets.rendered ? ["Secret", "Secret"] : []),
         ...(e.certManager ? ["Certificate"] : []),
         ...(e.certManager === "self-signed" ? ["Certificate", "Issuer", "Issuer"] : []),
@@ -366,6 +375,53 @@ for (const config of CONFIGS) {
       assert.ok(selects(pdb.spec?.selector?.matchLabels, pod.metadata?.labels));
       const minAvailable = Number(pdb.spec?.minAvailable);
       assert.ok(minAvailable >= 1 && minAvailable < e.webhookReplicas, "a drain keeps a replica and can proceed");
+    });
+
+    it("webhook NetworkPolicy: the webhook port only from kcp, the health port only from the metrics namespace", () => {
+      const policies = all(objects, "NetworkPolicy");
+      const np = e.networkPolicy;
+      if (!np) {
+        assert.equal(policies.length, 0);
+        return;
+      }
+      const pod = must(one(objects, "Deployment", name("webhook")).spec?.template, "webhook pod");
+      const policy = one(objects, "NetworkPolicy", name("webhook"));
+      assert.ok(selects(policy.spec?.podSelector.matchLabels, pod.metadata?.labels), "selects the webhook pods");
+      assert.equal(
+        selects(
+          policy.spec?.podSelector.matchLabels,
+          one(objects, "Deployment", name("controller")).spec?.template.metadata?.labels,
+        ),
+        false,
+        "not the controller's",
+      );
+      assert.deepEqual(policy.spec?.policyTypes, ["Ingress"]);
+      const ports = new Map((pod.spec?.containers[0]?.ports ?? []).map((p) => [p.name, p.containerPort]));
+      const rules = policy.spec?.ingress ?? [];
+      assert.equal(rules.length, np.metricsNamespace ? 2 : 1, "no other ingress rule");
+      for (const rule of rules) {
+        assert.equal(rule.ports?.length, 1);
+        assert.ok(ports.has(String(rule.ports?.[0]?.port)), `port ${rule.ports?.[0]?.port} is a container port`);
+        assert.ok((rule.from ?? []).length > 0, "every rule names its sources (an empty from would allow everyone)");
+      }
+      const kcp = must(
+        rules.find((r) => r.ports?.[0]?.port === "https"),
+        "the webhook-port rule",
+      );
+      assert.deepEqual(
+        kcp.from?.flatMap((f) => (f.ipBlock ? [f.ipBlock.cidr] : [])),
+        np.cidrs,
+      );
+      assert.equal(kcp.from?.filter((f) => !f.ipBlock).length, np.peers);
+      if (np.metricsNamespace) {
+        const metrics = must(
+          rules.find((r) => r.ports?.[0]?.port === "health"),
+          "the health-port rule",
+        );
+        assert.deepEqual(metrics.from, [
+          { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": np.metricsNamespace } } },
+        ]);
+      }
     });
 
     it("serving certificate: issued into the mounted Secret, for the names kcp calls", () => {
@@ -482,6 +538,22 @@ describe("helm chart: wrong values fail with a message that says what to change"
       message: /minAvailable=2 with webhook\.replicas=2 would block every node drain/,
     },
     { name: "an unknown log level", values: "logLevel: verbose\n", message: /logLevel/ },
+    {
+      name: "a LoadBalancer open to every address",
+      values: "webhook:\n  service:\n    type: LoadBalancer\n",
+      message: /webhook\.service\.type=LoadBalancer needs webhook\.service\.loadBalancerSourceRanges/,
+    },
+    {
+      name: "a source range that is not a CIDR",
+      values: "webhook:\n  service:\n    type: LoadBalancer\n    loadBalancerSourceRanges: [kcp.example.com]\n",
+      message: /loadBalancerSourceRanges\/0.*does not match pattern/,
+    },
+    {
+      name: "a NetworkPolicy that would drop kcp's calls",
+      values: "webhook:\n  networkPolicy:\n    enabled: true\n    metricsNamespace: monitoring\n",
+      message:
+        /webhook\.networkPolicy\.enabled needs webhook\.networkPolicy\.kcpCIDRs or webhook\.networkPolicy\.kcpPeers/,
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {

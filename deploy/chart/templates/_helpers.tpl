@@ -163,6 +163,13 @@ Included once, from the webhook Deployment.
 {{- if and (not (kindIs "invalid" .Values.webhook.service.nodePort)) (eq .Values.webhook.service.type "ClusterIP") -}}
 {{- fail "webhook.service.nodePort is set, but webhook.service.type is ClusterIP: use type NodePort or LoadBalancer, or unset nodePort." -}}
 {{- end -}}
+{{- if and (eq .Values.webhook.service.type "LoadBalancer") (not .Values.webhook.service.loadBalancerSourceRanges) -}}
+{{- fail "webhook.service.type=LoadBalancer needs webhook.service.loadBalancerSourceRanges: without them every address on the internet reaches the webhook. List the CIDRs kcp calls from (e.g. its egress or node addresses)." -}}
+{{- end -}}
+{{- $np := .Values.webhook.networkPolicy -}}
+{{- if and $np.enabled (not $np.kcpCIDRs) (not $np.kcpPeers) -}}
+{{- fail "webhook.networkPolicy.enabled needs webhook.networkPolicy.kcpCIDRs or webhook.networkPolicy.kcpPeers: with neither, the policy would drop kcp's calls and every protected DELETE would be refused. List where kcp calls from, or set webhook.networkPolicy.enabled=false." -}}
+{{- end -}}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.service.enabled) -}}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.service.enabled=true: the ServiceMonitor scrapes the metrics Services." -}}
 {{- end -}}
