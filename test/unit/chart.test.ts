@@ -386,10 +386,10 @@ for (const config of CONFIGS) {
       }
       const pod = must(one(objects, "Deployment", name("webhook")).spec?.template, "webhook pod");
       const policy = one(objects, "NetworkPolicy", name("webhook"));
-      assert.ok(selects(policy.spec?.podSelector.matchLabels, pod.metadata?.labels), "selects the webhook pods");
+      assert.ok(selects(policy.spec?.podSelector?.matchLabels, pod.metadata?.labels), "selects the webhook pods");
       assert.equal(
         selects(
-          policy.spec?.podSelector.matchLabels,
+          policy.spec?.podSelector?.matchLabels,
           one(objects, "Deployment", name("controller")).spec?.template.metadata?.labels,
         ),
         false,
