@@ -1,0 +1,242 @@
+// The soak's invariant checker on hand-made histories: each invariant fires on the history that breaks it, and stays
+// quiet on its look-alikes (a dependent created inside the window is a race, one deleted first is nothing).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { check, RULE_RESOURCE } from "../../tools/soak/checker.ts";
+import type { FaultRecord, History, OpRecord, WatchRecord } from "../../tools/soak/history.ts";
+
+const C = "c1";
+const VPCS = "vpcs.network.test.io";
+const VMS = "virtualmachines.compute.test.io";
+
+const rule: WatchRecord = {
+  type: "INITIAL",
+  shard: "root",
+  cluster: "compute",
+  resource: RULE_RESOURCE,
+  namespace: "",
+  name: "vm-dependencies",
+  rv: 1,
+  recvAt: 0,
+  object: {
+    metadata: { name: "vm-dependencies", generation: 1 },
+    spec: {
+      dependent: { group: "compute.test.io", resource: "virtualmachines", kind: "VirtualMachine", version: "v1" },
+      dependencies: [
+        { group: "network.test.io", resource: "vpcs", version: "v1", fieldRef: { path: ".spec.vpcRef.name" } },
+      ],
+    },
+    status: { conditions: [{ type: "Ready", status: "True", observedGeneration: 1 }] },
+  },
+};
+
+function rec(
+  type: WatchRecord["type"],
+  resource: string,
+  name: string,
+  rv: number,
+  recvAt: number,
+  extra: Record<string, unknown> = {},
+): WatchRecord {
+  return {
+    type,
+    shard: "root",
+    cluster: C,
+    resource,
+    namespace: "default",
+    name,
+    rv,
+    recvAt,
+    object: {
+      metadata: { name, namespace: "default", ...((extra["metadata"] as object) ?? {}) },
+      spec: extra["spec"] ?? {},
+    },
+  };
+}
+
+let nextId = 1;
+function op(
+  kind: OpRecord["kind"],
+  resource: string,
+  name: string,
+  sentAt: number,
+  status: number,
+  message = "",
+): OpRecord {
+  return {
+    id: nextId++,
+    worker: "t",
+    kind,
+    cluster: C,
+    workspace: "root:c1",
+    resource,
+    namespace: kind === "delete-namespace" ? "" : "default",
+    name,
+    sentAt,
+    answeredAt: sentAt + 100,
+    status,
+    message,
+  };
+}
+
+function history(watches: WatchRecord[], ops: OpRecord[], faults: FaultRecord[] = []): History {
+  return {
+    seed: 1,
+    startedAt: 0,
+    endedAt: 60_000,
+    windowMs: 5000,
+    boundMs: 30_000,
+    mode: "test",
+    weakened: false,
+    workspaces: {},
+    watches: [rule, ...watches],
+    ops,
+    faults,
+    exits: [],
+    window: [],
+    gaps: [],
+  };
+}
+
+const vmRefs = (vpc: string): Record<string, unknown> => ({ spec: { vpcRef: { name: vpc } } });
+
+test("I1 fires: a VPC deleted while a VM referenced it since long before the DELETE", () => {
+  const r = check(
+    history(
+      [
+        rec("ADDED", VPCS, "vpc-1", 10, 100),
+        rec("ADDED", VMS, "vm-1", 11, 200, vmRefs("vpc-1")),
+        rec("DELETED", VPCS, "vpc-1", 20, 10_100),
+      ],
+      [op("delete", VPCS, "vpc-1", 10_000, 200)],
+    ),
+  );
+  assert.equal(r.violations.length, 1, JSON.stringify(r.violations));
+  assert.equal(r.violations[0]?.invariant, "I1");
+  assert.match(
+    r.violations[0]?.message ?? "",
+    /vpc-1 deleted .* while VirtualMachine default\/vm-1 referenced it at \.spec\.vpcRef\.name/,
+  );
+});
+
+test("I1: a VM created inside the window before the DELETE is a race, not a violation", () => {
+  const r = check(
+    history(
+      [
+        rec("ADDED", VPCS, "vpc-1", 10, 100),
+        rec("ADDED", VMS, "vm-1", 11, 8000, vmRefs("vpc-1")),
+        rec("DELETED", VPCS, "vpc-1", 20, 10_100),
+      ],
+      [op("delete", VPCS, "vpc-1", 10_000, 200)],
+    ),
+  );
+  assert.deepEqual(r.violations, []);
+  assert.equal(r.races.length, 1);
+});
+
+test("I1: a VM deleted before the VPC (by resourceVersion), or a skip-annotated VPC, is no violation", () => {
+  const ordered = check(
+    history(
+      [
+        rec("ADDED", VPCS, "vpc-1", 10, 100),
+        rec("ADDED", VMS, "vm-1", 11, 200, vmRefs("vpc-1")),
+        rec("DELETED", VPCS, "vpc-1", 20, 10_100),
+        rec("DELETED", VMS, "vm-1", 19, 10_150, vmRefs("vpc-1")), // received later, happened first
+      ],
+      [op("delete-namespace", "namespaces", "default", 10_000, 200)],
+    ),
+  );
+  assert.deepEqual(
+    ordered.violations.filter((v) => v.invariant === "I1"),
+    [],
+  );
+  const skipped = check(
+    history(
+      [
+        rec("ADDED", VPCS, "vpc-1", 10, 100),
+        rec("ADDED", VMS, "vm-1", 11, 200, vmRefs("vpc-1")),
+        rec("MODIFIED", VPCS, "vpc-1", 12, 9000, {
+          metadata: { annotations: { "dependencies.opendefense.cloud/skip-protection": "true" } },
+        }),
+        rec("DELETED", VPCS, "vpc-1", 20, 10_100, {
+          metadata: { annotations: { "dependencies.opendefense.cloud/skip-protection": "true" } },
+        }),
+      ],
+      [op("delete", VPCS, "vpc-1", 10_000, 200)],
+    ),
+  );
+  assert.deepEqual(skipped.violations, []);
+});
+
+test("I1 on dry-run: an allowed dry-run delete of a referenced VPC is a violation", () => {
+  const r = check(
+    history(
+      [rec("ADDED", VPCS, "vpc-1", 10, 100), rec("ADDED", VMS, "vm-1", 11, 200, vmRefs("vpc-1"))],
+      [op("delete-dry-run", VPCS, "vpc-1", 10_000, 200)],
+    ),
+  );
+  assert.deepEqual(
+    r.violations.map((v) => v.invariant),
+    ["I1"],
+  );
+});
+
+test("I2 fires on a denial naming a VM that never referenced the VPC; not on a true one", () => {
+  const msg = (who: string): string =>
+    `admission webhook denied the request: cannot delete vpcs/vpc-1: still referenced by ${who}`;
+  const r = check(
+    history(
+      [
+        rec("ADDED", VPCS, "vpc-1", 10, 100),
+        rec("ADDED", VMS, "vm-1", 11, 200, vmRefs("vpc-1")),
+        rec("ADDED", VMS, "vm-2", 12, 200, vmRefs("vpc-9")),
+      ],
+      [
+        op("delete", VPCS, "vpc-1", 10_000, 409, msg("VirtualMachine/vm-1")),
+        op("delete", VPCS, "vpc-1", 11_000, 409, msg("VirtualMachine/vm-1, VirtualMachine/vm-2")),
+      ],
+    ),
+  );
+  assert.equal(r.violations.length, 1);
+  assert.equal(r.violations[0]?.invariant, "I2");
+  assert.match(r.violations[0]?.message ?? "", /names VirtualMachine\/vm-2/);
+});
+
+test("I3 fires on a namespace that never goes, protection that never returns, and an unasked exit", () => {
+  const h = history(
+    [],
+    [op("delete-namespace", "namespaces", "ns-a", 1000, 200), op("probe", VPCS, "sentinel", 12_000, 200)],
+    [{ kind: "kill-controller", target: "controller", startAt: 5000, endAt: 10_000, webhookDown: false }],
+  );
+  h.exits.push({ process: "webhook-0", at: 3000, code: 1, expected: false });
+  const r = check(h);
+  assert.deepEqual(
+    r.violations.map((v) => v.invariant),
+    ["I3", "I3", "I3"],
+  );
+});
+
+test("I4 fires on a protected delete that succeeded while the webhook was down", () => {
+  const fault: FaultRecord = {
+    kind: "kill-all-webhooks",
+    target: "all",
+    startAt: 5000,
+    endAt: 12_000,
+    webhookDown: true,
+  };
+  const r = check(
+    history(
+      [],
+      [
+        op("delete", VPCS, "vpc-3", 6000, 200),
+        op("delete", VPCS, "vpc-4", 7000, 500),
+        op("probe", VPCS, "s", 13_000, 409),
+      ],
+      [fault],
+    ),
+  );
+  assert.deepEqual(
+    r.violations.map((v) => v.invariant),
+    ["I4"],
+  );
+});

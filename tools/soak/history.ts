@@ -1,0 +1,104 @@
+// The soak's history: what kcp itself reported (watch events with resourceVersions and local receive times, read with
+// the shard admin identity) and what the workload and the fault injector did (requests with sent/answered times).
+// The checker reads only this; it is written to JSON for a failing run and can be checked again from the file.
+
+/** An object's identity in kcp: logical cluster, group/resource, namespace ("" when cluster-scoped), name. */
+export interface ObjectKey {
+  cluster: string;
+  resource: string; // "vpcs.network.test.io", "namespaces", "dependencyrules.dependencies.opendefense.cloud"
+  namespace: string;
+  name: string;
+}
+
+export interface WatchRecord extends ObjectKey {
+  type: "ADDED" | "MODIFIED" | "DELETED" | "INITIAL";
+  shard: string;
+  /** etcd revision of the shard: comparable across every object on the same shard. */
+  rv: number;
+  recvAt: number;
+  /** The object as kcp sent it, minus managedFields. */
+  object: Record<string, unknown>;
+}
+
+export type OpKind =
+  | "create"
+  | "update"
+  | "delete"
+  | "delete-dry-run"
+  | "delete-collection"
+  | "annotate-skip"
+  | "delete-namespace"
+  | "create-namespace"
+  | "delete-workspace"
+  | "rule-churn"
+  | "probe"
+  | "window-probe";
+
+export interface OpRecord {
+  id: number;
+  worker: string;
+  kind: OpKind;
+  cluster: string;
+  workspace: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  sentAt: number;
+  answeredAt: number;
+  /** HTTP status (0: no answer, e.g. a connection error). */
+  status: number;
+  message: string;
+  detail?: string;
+}
+
+export type FaultKind =
+  | "kill-webhook-replica"
+  | "kill-all-webhooks"
+  | "stall-webhook-replica"
+  | "stall-all-webhooks"
+  | "webhook-unreachable"
+  | "kill-controller";
+
+export interface FaultRecord {
+  kind: FaultKind;
+  target: string;
+  startAt: number;
+  endAt: number;
+  /** True when no webhook replica could answer between startAt and endAt (I4 applies). */
+  webhookDown: boolean;
+}
+
+export interface ProcessExit {
+  process: string;
+  at: number;
+  code: number | null;
+  expected: boolean;
+}
+
+export interface WindowSample {
+  /** ms from the dependent's create being answered to the first denial naming it. */
+  visibleAfterMs: number;
+  at: number;
+}
+
+export interface History {
+  seed: number;
+  startedAt: number;
+  endedAt: number;
+  windowMs: number;
+  boundMs: number;
+  mode: string;
+  weakened: boolean;
+  /** Workspace paths of the logical clusters, for reports. */
+  workspaces: Record<string, string>;
+  /** Which logical clusters were deleted as a whole (their objects go with them). */
+  watches: WatchRecord[];
+  ops: OpRecord[];
+  faults: FaultRecord[];
+  exits: ProcessExit[];
+  window: WindowSample[];
+  /** Watch gaps (a relist after 410 Gone or a broken stream): the checker reports them. */
+  gaps: { shard: string; what: string; at: number }[];
+}
+
+export const keyOf = (k: ObjectKey): string => `${k.cluster}|${k.resource}|${k.namespace}|${k.name}`;

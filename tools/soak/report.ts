@@ -1,0 +1,63 @@
+// The run's summary: operations by kind and outcome, faults, the measured window, violations per invariant and the
+// races inside the window, with the headline `0 violations in N operations, M faults`.
+import type { CheckResult, Invariant } from "./checker.ts";
+import type { History, OpRecord } from "./history.ts";
+
+export function outcome(op: OpRecord): "allowed" | "denied" | "not found" | "errored" {
+  if (op.status >= 200 && op.status < 300) return "allowed";
+  if (op.status === 409) return "denied";
+  if (op.status === 404) return "not found";
+  return "errored";
+}
+
+const quantile = (sorted: number[], q: number): number =>
+  sorted.length === 0 ? NaN : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number);
+
+export function headline(h: History, r: CheckResult): string {
+  return `${r.violations.length} violations in ${h.ops.length} operations, ${h.faults.length} faults`;
+}
+
+export function summary(h: History, r: CheckResult): string {
+  const lines: string[] = [];
+  lines.push(
+    `soak: seed ${h.seed}, ${Math.round((h.endedAt - h.startedAt) / 1000)} s, ${h.mode}${h.weakened ? ", WEAKENED BUILD" : ""}`,
+  );
+  const byKind = new Map<string, Record<string, number>>();
+  for (const op of h.ops) {
+    const row = byKind.get(op.kind) ?? {};
+    const o = outcome(op);
+    row[o] = (row[o] ?? 0) + 1;
+    byKind.set(op.kind, row);
+  }
+  lines.push("operations (allowed/ok, denied 409, not found 404, errored):");
+  for (const [kind, row] of [...byKind].sort()) {
+    const total = Object.values(row).reduce((a, b) => a + b, 0);
+    lines.push(
+      `  ${kind.padEnd(18)} ${String(total).padStart(6)}  ok ${row["allowed"] ?? 0}, denied ${row["denied"] ?? 0}, ` +
+        `not found ${row["not found"] ?? 0}, errored ${row["errored"] ?? 0}`,
+    );
+  }
+  const faults = new Map<string, number>();
+  for (const f of h.faults) faults.set(f.kind, (faults.get(f.kind) ?? 0) + 1);
+  lines.push(`faults: ${[...faults].map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`);
+  const w = h.window.map((s) => s.visibleAfterMs).sort((a, b) => a - b);
+  lines.push(
+    `window: a new dependent named by the webhook's denial after p50 ${quantile(w, 0.5)} ms, p95 ${quantile(w, 0.95)} ms, ` +
+      `max ${w.at(-1) ?? NaN} ms (${w.length} samples); the checker allows ${h.windowMs} ms` +
+      ((w.at(-1) ?? 0) > h.windowMs ? " — MEASURED MAX EXCEEDS THE ALLOWED WINDOW" : ""),
+  );
+  lines.push(
+    `checked: ${r.checkedDeletes} dependency deletes (${r.deletedWithWorkspace} more went with their workspace), ` +
+      `${r.checkedDenials} denials; watch events ${h.watches.length}, watch gaps ${h.gaps.length}`,
+  );
+  for (const inv of ["I1", "I2", "I3", "I4"] as Invariant[]) {
+    const v = r.violations.filter((x) => x.invariant === inv);
+    const races = r.races.filter((x) => x.invariant === inv);
+    lines.push(`${inv}: ${v.length} violations, ${races.length} races inside the window`);
+    for (const x of v.slice(0, 20)) lines.push(`  VIOLATION ${x.message}`);
+    for (const x of races.slice(0, 5)) lines.push(`  race ${x.message}`);
+  }
+  for (const g of h.gaps.slice(0, 10)) lines.push(`watch gap on ${g.shard}: ${g.what}`);
+  lines.push(headline(h, r));
+  return lines.join("\n");
+}

@@ -1,0 +1,101 @@
+// `npm run soak`: a Jepsen-style soak of the product on a real two-shard kcp. Flags: --duration=30m, --seed=N,
+// --workers=N, --window=5s, --bound=120s, --fault-every=20s-40s, --no-faults, --weakened, --history=FILE, and
+// --check=FILE to check a saved history again without kcp. Exits 1 on any violation (and writes the history).
+import { readFileSync, writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { check } from "./checker.ts";
+import { SoakEnv } from "./env.ts";
+import type { History } from "./history.ts";
+import { summary } from "./report.ts";
+import { runSoak, type SoakOptions } from "./soak.ts";
+
+export function parseDuration(text: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text.trim());
+  if (!m) throw new Error(`--${flag}: "${text}" is not a duration such as 90s, 30m or 500ms`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as "ms" | "s" | "m" | "h"];
+  return Math.round(Number(m[1]) * unit);
+}
+
+function parseRange(text: string, flag: string): [number, number] {
+  const [a, b = a] = text.split("-");
+  const range: [number, number] = [parseDuration(a ?? "", flag), parseDuration(b ?? "", flag)];
+  if (range[0] > range[1]) throw new Error(`--${flag}: "${text}": the lower end is above the upper`);
+  return range;
+}
+
+function parseIntFlag(text: string, flag: string, min: number): number {
+  if (!/^\d+$/.test(text) || Number(text) < min) throw new Error(`--${flag}: "${text}" is not a whole number ≥ ${min}`);
+  return Number(text);
+}
+
+export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { history?: string; check?: string } {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      duration: { type: "string", default: "10m" },
+      seed: { type: "string" },
+      workers: { type: "string", default: "4" },
+      window: { type: "string", default: "5s" },
+      bound: { type: "string", default: "120s" },
+      "fault-every": { type: "string", default: "15s-35s" },
+      "rule-churn-every": { type: "string", default: "15s-30s" },
+      "no-faults": { type: "boolean", default: false },
+      "no-workspace-delete": { type: "boolean", default: false },
+      weakened: { type: "boolean", default: false },
+      history: { type: "string" },
+      check: { type: "string" },
+    },
+  });
+  return {
+    seed: values.seed !== undefined ? parseIntFlag(values.seed, "seed", 0) : Math.floor(Math.random() * 2 ** 31),
+    durationMs: parseDuration(values.duration, "duration"),
+    workers: parseIntFlag(values.workers, "workers", 1),
+    windowMs: parseDuration(values.window, "window"),
+    boundMs: parseDuration(values.bound, "bound"),
+    faultEveryMs: parseRange(values["fault-every"], "fault-every"),
+    ruleChurnEveryMs: parseRange(values["rule-churn-every"], "rule-churn-every"),
+    faults: !values["no-faults"],
+    deleteWorkspace: !values["no-workspace-delete"],
+    weakened: values.weakened,
+    ...(values.history !== undefined ? { history: values.history } : {}),
+    ...(values.check !== undefined ? { check: values.check } : {}),
+  };
+}
+
+async function main(): Promise<number> {
+  let opts: ReturnType<typeof parseSoakArgs>;
+  try {
+    opts = parseSoakArgs(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`soak: ${(err as Error).message}\n`);
+    return 2;
+  }
+  if (opts.check) {
+    const h = JSON.parse(readFileSync(opts.check, "utf8")) as History;
+    const r = check(h);
+    process.stdout.write(`${summary(h, r)}\n`);
+    return r.violations.length > 0 ? 1 : 0;
+  }
+  const log = (line: string): void =>
+    void process.stdout.write(`[soak ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+  log(`seed ${opts.seed} (replay the workload with --seed=${opts.seed})`);
+  const env = await SoakEnv.start(log);
+  try {
+    const { history, result } = await runSoak(env, { ...opts, log });
+    process.stdout.write(`${summary(history, result)}\n`);
+    const file = opts.history ?? (result.violations.length > 0 ? `soak-history-${opts.seed}.json` : undefined);
+    if (file) {
+      writeFileSync(file, JSON.stringify(history));
+      log(`history written to ${file} (check it again: node tools/soak/run.ts --check=${file})`);
+    }
+    return result.violations.length > 0 ? 1 : 0;
+  } catch (err) {
+    process.stderr.write(`soak failed: ${(err as Error).stack ?? String(err)}\n${env.logTails()}\n`);
+    return 2;
+  } finally {
+    await env.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = await main();

@@ -1,0 +1,198 @@
+// One soak run on a SoakEnv: start the history recorder on every shard, the workload, the rule churn, the probes and
+// the fault injector; stop them after `durationMs`; let pending namespace and workspace deletions finish (up to the
+// bound); then check the history.
+import path from "node:path";
+import { check, RULE_RESOURCE, WORKSPACE_RESOURCE, type CheckResult } from "./checker.ts";
+import type { SoakEnv } from "./env.ts";
+import { SOAK_PROVIDER } from "./env.ts";
+import { injectFaults } from "./faults.ts";
+import type { History } from "./history.ts";
+import { shardConn, type ShardConn } from "./kube.ts";
+import { sentinelProbe, setupSentinel, windowProbe } from "./probes.ts";
+import { Recorder } from "./recorder.ts";
+import { Rng } from "./rng.ts";
+import { KINDS, OpLog, deleteWorkspaceLater, ruleChurner, sleep, worker, type WorkloadOptions } from "./workload.ts";
+import { PATHS } from "../kcp/topology.ts";
+
+export interface SoakOptions {
+  seed: number;
+  durationMs: number;
+  workers: number;
+  /** The consistency window the checker allows (see the README's Soak section). */
+  windowMs: number;
+  /** I3's bound for deletions to complete and protection to return. */
+  boundMs: number;
+  faultEveryMs: [number, number];
+  ruleChurnEveryMs: [number, number];
+  faults: boolean;
+  /** Delete the last consumer workspace part-way through. */
+  deleteWorkspace: boolean;
+  /** The weakened build: the webhook address answers "allowed" to everything. */
+  weakened: boolean;
+  log: (line: string) => void;
+}
+
+export interface SoakRun {
+  history: History;
+  result: CheckResult;
+}
+
+export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
+  const rng = new Rng(o.seed);
+  const history: History = {
+    seed: o.seed,
+    startedAt: Date.now(),
+    endedAt: 0,
+    windowMs: o.windowMs,
+    boundMs: o.boundMs,
+    mode: "live lookup",
+    weakened: o.weakened,
+    workspaces: { ...env.workspaces },
+    watches: [],
+    ops: [],
+    faults: [],
+    exits: env.exits,
+    window: [],
+    gaps: [],
+  };
+  const exitsBefore = env.exits.length;
+  const shards: Record<string, ShardConn> = {
+    root: shardConn(path.join(env.kcp.rootDir, ".kcp-0/admin.kubeconfig"), "shard-base"),
+    "shard-1": shardConn(path.join(env.kcp.rootDir, ".kcp-1/admin.kubeconfig"), "shard-base"),
+  };
+  const front = shardConn(path.join(env.kcp.rootDir, ".kcp/admin.kubeconfig"), "base");
+
+  o.log("recording kcp's history: a watch per collection on the shard that holds it, with the shard admin");
+  const recorder = new Recorder(history);
+  const rootShard = shards["root"] as ShardConn;
+  await recorder.watch({
+    shard: "root",
+    conn: rootShard,
+    cluster: "root",
+    path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
+    resource: WORKSPACE_RESOURCE,
+  });
+  for (const provider of [env.topo.clusters.compute, clusterOf(env, SOAK_PROVIDER)]) {
+    await recorder.watch({
+      shard: "root",
+      conn: rootShard,
+      cluster: provider,
+      path: "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules",
+      resource: RULE_RESOURCE,
+    });
+  }
+  for (const c of env.consumers) {
+    const conn = shards[c.shard] as ShardConn;
+    await recorder.watch({
+      shard: c.shard,
+      conn,
+      cluster: c.cluster,
+      path: "/api/v1/namespaces",
+      resource: "namespaces",
+    });
+    for (const k of Object.values(KINDS)) {
+      await recorder.watch({
+        shard: c.shard,
+        conn,
+        cluster: c.cluster,
+        path: `/apis/${k.apiVersion}/${k.plural}`,
+        resource: k.resource,
+      });
+    }
+  }
+
+  const log = new OpLog();
+  history.ops = log.ops;
+  const stop = new AbortController();
+  const retired = new Set<string>();
+  const wl = (r: Rng): WorkloadOptions => ({
+    conn: front,
+    consumers: env.consumers,
+    vars: env.topo.vars,
+    log,
+    rng: r,
+    signal: stop.signal,
+    retired,
+  });
+  const sentinel = env.consumers.find((c) => c.path === PATHS.consumer1);
+  const windowAt = env.consumers.find((c) => c.path === PATHS.consumer2);
+  if (!sentinel || !windowAt) throw new Error("consumer1 and consumer2 are missing from the soak topology");
+  await setupSentinel(wl(rng.fork()), sentinel);
+  await setupSentinel(wl(rng.fork()), windowAt);
+  if (o.weakened) {
+    o.log("WEAKENED BUILD: the webhook address now answers every review with allowed");
+    await env.weaken(true);
+  }
+
+  const probeStop = new AbortController();
+  const probes = [
+    sentinelProbe(wl(rng.fork()), sentinel, 2000, probeStop.signal),
+    windowProbe(wl(rng.fork()), windowAt, 10_000, history.window),
+  ];
+  const tasks: Promise<void>[] = [];
+  for (let i = 0; i < o.workers; i++) tasks.push(worker(`w${i}`, wl(rng.fork())));
+  tasks.push(ruleChurner(wl(rng.fork()), o.ruleChurnEveryMs));
+  const doomed = env.consumers.at(-1);
+  if (o.deleteWorkspace && doomed && env.consumers.length > 3) {
+    tasks.push(deleteWorkspaceLater(wl(rng.fork()), doomed, Math.floor(o.durationMs / 2)));
+  }
+  if (o.faults && !o.weakened)
+    tasks.push(injectFaults(env, rng.fork(), o.faultEveryMs, stop.signal, history.faults, o.log));
+
+  const progress = setInterval(() => {
+    o.log(
+      `${Math.round((Date.now() - history.startedAt) / 1000)} s: ${log.ops.length} operations, ${history.faults.length} faults, ${history.watches.length} watch events`,
+    );
+  }, 30_000);
+  await sleep(o.durationMs);
+  stop.abort();
+  await Promise.all(tasks);
+  clearInterval(progress);
+  if (o.weakened) await env.weaken(false);
+
+  o.log("draining: waiting for namespace and workspace deletions (up to the bound) and for protection to return");
+  const deadline = Date.now() + o.boundMs;
+  while (Date.now() < deadline) {
+    if (pendingDeletions(history) === 0 && lastProbeDenied(history)) break;
+    await sleep(2000);
+  }
+  probeStop.abort();
+  await Promise.all(probes);
+  await sleep(2000); // the last watch events
+  await recorder.stop();
+  history.endedAt = Date.now();
+  history.exits = env.exits.slice(exitsBefore);
+  return { history, result: check(history) };
+}
+
+function clusterOf(env: SoakEnv, p: string): string {
+  const found = Object.entries(env.workspaces).find(([, v]) => v === p);
+  if (!found) throw new Error(`no logical cluster known for ${p}`);
+  return found[0];
+}
+
+/** Namespace and workspace deletions we sent whose object has not gone yet. */
+function pendingDeletions(h: History): number {
+  let pending = 0;
+  for (const op of h.ops) {
+    if ((op.kind !== "delete-namespace" && op.kind !== "delete-workspace") || op.status < 200 || op.status >= 300)
+      continue;
+    const cluster = op.kind === "delete-namespace" ? op.cluster : "root";
+    const resource = op.kind === "delete-namespace" ? "namespaces" : WORKSPACE_RESOURCE;
+    const gone = h.watches.some(
+      (w) =>
+        w.type === "DELETED" &&
+        w.cluster === cluster &&
+        w.resource === resource &&
+        w.name === op.name &&
+        w.recvAt >= op.sentAt,
+    );
+    if (!gone) pending++;
+  }
+  return pending;
+}
+
+function lastProbeDenied(h: History): boolean {
+  const probes = h.ops.filter((o) => o.kind === "probe");
+  return probes.at(-1)?.status === 409;
+}
