@@ -1,0 +1,178 @@
+// The kubectl plugin on real kcp, run as a process the way kubectl runs it, with the user's own kubeconfig:
+// `why` prints every blocker the webhook denies with (past the message's cap of ten, through kcp's
+// status.details.causes), exits 1, then 0 once the dependents are gone; `graph` draws the topology's rule; `check`
+// finds a planted dangling reference; a user without rights gets a sentence, not a stack trace.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { chmodSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { startKcp } from "../../tools/kcp/harness.ts";
+import { PATHS, TOKENS } from "../../tools/kcp/topology.ts";
+import { REPO_ROOT } from "../../tools/kcp/harness.ts";
+import { VMS, VPCS, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
+
+const OUTSIDER = { token: "outsider-token", user: "outsider" };
+const e2e = e2eSuite(() => startKcp({ tokens: [...TOKENS, OUTSIDER] }));
+
+const PLUGIN = path.join(REPO_ROOT, "src/cmd/kubectl-dependencies.ts");
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command without blocking the event loop (kcp's log pipe must keep draining). */
+function exec(file: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(file, args, { env, timeout: 120_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The plugin as the admin (the kcp-admin token from kcp's own kubeconfig), acting in `workspace`. */
+function asAdmin(workspace: string, ...args: string[]): Promise<Run> {
+  return exec(process.execPath, [
+    PLUGIN,
+    ...args,
+    `--kubeconfig=${e2e.kcp.adminKubeconfig}`,
+    "--context=base",
+    `--workspace=${workspace}`,
+  ]);
+}
+
+const VM_NAMES = Array.from({ length: 12 }, (_, i) => `vm-${String(i + 1).padStart(2, "0")}`);
+
+function assertNoStackTrace(r: Run): void {
+  assert.doesNotMatch(r.stderr, /^\s+at /m, r.stderr);
+}
+
+describe("kubectl dependencies on real kcp", () => {
+  it("why: every blocker of a refused delete (12, past the message's 10) from causes; exit 1, then 0", async () => {
+    const ws = e2e.kcp.ws(PATHS.consumer1);
+    await create(ws, vpc("big-vpc"), ...VM_NAMES.map((n) => vm(n, { vpc: "big-vpc" })));
+    const target = `${at(VPCS)}/big-vpc`;
+    await waitForProtection(ws, target, true);
+
+    // What the webhook denies a real DELETE with: ten names and "and 2 more".
+    const denied = await tryDelete(ws, target);
+    assert.equal(denied.allowed, false);
+    const message = denied.allowed ? "" : denied.message;
+    assert.match(message, /still referenced by .* and 2 more$/);
+    const named = [...message.matchAll(/VirtualMachine\/(vm-\d+)/g)].map((m) => m[1]);
+    assert.equal(named.length, 10);
+
+    const r = await asAdmin(PATHS.consumer1, "why", "vpc/big-vpc", "-n", "default");
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    // kcp v0.30.0 passes the webhook's status.details.causes through to the client: the plugin says so.
+    assert.match(r.stdout, /still referenced by 12 objects \(from the webhook's status\.details\.causes\)/);
+    assert.match(
+      r.stdout,
+      /refused by: admission webhook "dependency-controller\.dependencies\.opendefense\.cloud" \(409 Conflict\)/,
+    );
+    for (const n of VM_NAMES)
+      assert.match(r.stdout, new RegExp(`VirtualMachine\\s+default\\s+${n}\\s+\\.spec\\.vpcRef\\.name`));
+    for (const n of named) assert.ok(r.stdout.includes(n!), `${n} of the denial message is in the plugin's list`);
+    assert.match(r.stdout, new RegExp(`kubectl delete virtualmachine ${VM_NAMES.join(" ")} -n default`));
+
+    // The same through kubectl itself, which finds the plugin on PATH.
+    const bin = path.join(e2e.kcp.rootDir, "plugin-bin");
+    const wrapper = path.join(bin, "kubectl-dependencies");
+    await exec("mkdir", ["-p", bin]);
+    writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${PLUGIN}" "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const viaKubectl = await exec(
+      "kubectl",
+      [
+        "dependencies",
+        "why",
+        "vpcs.network.test.io/big-vpc",
+        `--kubeconfig=${e2e.kcp.adminKubeconfig}`,
+        "--context=base",
+        `--workspace=${PATHS.consumer1}`,
+      ],
+      { ...process.env, PATH: `${bin}:${process.env["PATH"] ?? ""}` },
+    );
+    assert.equal(viaKubectl.code, 1, viaKubectl.stderr);
+    assert.match(viaKubectl.stdout, /still referenced by 12 objects/);
+
+    for (const n of VM_NAMES) await ws.request("DELETE", `${at(VMS)}/${n}`);
+    await waitForProtection(ws, target, false);
+    const after = await asAdmin(PATHS.consumer1, "why", "vpc/big-vpc");
+    assert.equal(after.code, 0, after.stdout + after.stderr);
+    assert.match(after.stdout, /vpcs\/big-vpc \(root:consumer1, namespace default\): can be deleted now/);
+  });
+
+  it("graph -o mermaid: the topology's rule as edges from VirtualMachine to VPC and Subnet", async () => {
+    const r = await asAdmin("root", "graph", "-o", "mermaid");
+    assert.equal(r.code, 0, r.stderr);
+    const labels = new Map([...r.stdout.matchAll(/^\s+(n\d+)\["([^<"]+)/gm)].map((m) => [m[1], m[2]]));
+    const edges = [...r.stdout.matchAll(/^\s+(n\d+) -->\|"([^"]+)"\| (n\d+)$/gm)].map(
+      (m) => `${labels.get(m[1])} -[${m[2]}]-> ${labels.get(m[3])}`,
+    );
+    assert.deepEqual(edges.sort(), [
+      "VirtualMachine -[.spec.subnetRef.name]-> subnets",
+      "VirtualMachine -[.spec.vpcRef.name]-> vpcs",
+    ]);
+    assert.match(r.stdout, /root:compute-provider/);
+    assert.match(r.stdout, /root:network-provider/);
+
+    const dot = await asAdmin("root", "graph", "-o", "dot", "--rule-workspace", PATHS.compute);
+    assert.equal(dot.code, 0, dot.stderr);
+    assert.match(
+      dot.stdout,
+      /"root:compute-provider\|virtualmachines.compute.test.io" -> "root:network-provider\|vpcs.network.test.io"/,
+    );
+  });
+
+  it("check: a planted dangling reference, as a table; graph --objects marks it missing", async () => {
+    const ws = e2e.kcp.ws(PATHS.consumer2);
+    await create(ws, vpc("real-vpc"), vm("fine", { vpc: "real-vpc" }), vm("orphan", { vpc: "no-such-vpc" }));
+    const r = await asAdmin(PATHS.consumer2, "check");
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stdout, /dangling references in root:consumer2/);
+    assert.match(
+      r.stdout,
+      /default\s+VirtualMachine\/orphan\s+\.spec\.vpcRef\.name\s+vpcs\/no-such-vpc\s+root:compute-provider:vm-dependencies/,
+    );
+    assert.doesNotMatch(r.stdout, /VirtualMachine\/fine/);
+    assert.match(r.stdout, /every DependencyRule read is Ready/);
+
+    const g = await asAdmin(PATHS.consumer2, "graph", "--objects", "-o", "json");
+    assert.equal(g.code, 0, g.stderr);
+    const graph = JSON.parse(g.stdout) as { nodes: { label: string; missing?: boolean }[] };
+    assert.deepEqual(
+      graph.nodes.filter((n) => n.missing).map((n) => n.label),
+      ["VPC default/no-such-vpc"],
+    );
+  });
+
+  it("a user without rights gets 'you may not ...' and exit 2, never a stack trace", async () => {
+    const kubeconfig = e2e.kcp.kubeconfigFor(OUTSIDER.token, PATHS.consumer1, "outsider.kubeconfig");
+    const plugin = (...args: string[]): Promise<Run> =>
+      exec(process.execPath, [PLUGIN, ...args, `--kubeconfig=${kubeconfig}`]);
+
+    const why = await plugin("why", "vpc/big-vpc");
+    assert.equal(why.code, 2, why.stdout);
+    assert.match(why.stderr, /^error: you may not read the API discovery of root:consumer1/);
+    assertNoStackTrace(why);
+
+    const check = await plugin("check", "--rule-workspace", PATHS.compute);
+    assert.equal(check.code, 2);
+    assert.match(check.stderr, /^error: you may not read dependencyrules in root:compute-provider$/m);
+    assertNoStackTrace(check);
+
+    const graph = await plugin("graph");
+    assert.equal(graph.code, 0, graph.stderr);
+    assert.match(graph.stderr, /note: you may not list the workspaces in root/);
+    assert.match(graph.stderr, /note: no DependencyRules readable/);
+
+    const missingType = await asAdmin(PATHS.consumer1, "why", "routers/x");
+    assert.equal(missingType.code, 2);
+    assert.match(missingType.stderr, /doesn't have a resource type "routers" in this workspace/);
+    assertNoStackTrace(missingType);
+  });
+});
