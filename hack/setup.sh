@@ -3,7 +3,8 @@
 #   - npm packages (including the pinned Node 24 from the npm registry's `node` package) when the lockfile changed
 #   - kcp v0.30.0's binaries, built from Go modules (hack/kcp/build.sh; cached after the first build)
 #   - helm v3.19.0, built from Go modules (hack/helm/build.sh; cached after the first build), for the chart checks
-# Exports PATH with node_modules/.bin first (so `node` is Node 24), KCP_BIN_DIR and HELM_BIN.
+#   - the kubectl plugin's wrapper, .bin/kubectl-dependencies
+# Exports PATH with .bin and node_modules/.bin first (so `node` is Node 24), KCP_BIN_DIR and HELM_BIN.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -24,6 +25,13 @@ case "$node_version" in
   v24.*) ;;
   *) say "expected Node 24 from node_modules/.bin, got $node_version"; exit 1 ;;
 esac
+
+# The kubectl plugin (`kubectl dependencies ...`): a wrapper on PATH that runs it with the pinned Node.
+mkdir -p .bin
+printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$repo/node_modules/.bin/node" "$repo/src/cmd/kubectl-dependencies.ts" \
+  > .bin/kubectl-dependencies
+chmod +x .bin/kubectl-dependencies
+export PATH="$repo/.bin:$PATH"
 
 KCP_BIN_DIR="$(bash hack/kcp/build.sh | tail -1)"
 export KCP_BIN_DIR
