@@ -1,6 +1,8 @@
-// The serving certificate and key, read from files and reloaded when they change, so a rotated certificate
+// The serving certificate and key (and the client CA bundle, when callers must present a certificate), read from
+// files and reloaded when they change, so a rotated certificate
 // (cert-manager, a Secret volume's symlink swap) is served without a restart. File events trigger a check; a
 // periodic poll catches what events miss. A half-written or mismatched pair is refused and the old one kept.
+import { X509Certificate } from "node:crypto";
 import { readFileSync, watch, type FSWatcher } from "node:fs";
 import { dirname } from "node:path";
 import tls from "node:tls";
@@ -9,11 +11,15 @@ import type { Logger } from "pino";
 export interface TlsFiles {
   certFile: string;
   keyFile: string;
+  /** PEM bundle of the CAs that sign callers' client certificates; reloaded with the pair. */
+  clientCAFile?: string;
 }
 
 export interface KeyPair {
   cert: Buffer;
   key: Buffer;
+  /** The client CA bundle, when `clientCAFile` is set. */
+  ca?: Buffer;
 }
 
 export class CertificateError extends Error {
@@ -34,13 +40,27 @@ export function loadKeyPair(files: TlsFiles): KeyPair {
       );
     }
   };
-  const pair = { cert: read("certificate", files.certFile), key: read("key", files.keyFile) };
+  const pair: KeyPair = { cert: read("certificate", files.certFile), key: read("key", files.keyFile) };
   try {
     tls.createSecureContext(pair);
   } catch (err) {
     throw new CertificateError(
       `TLS certificate ${files.certFile} and key ${files.keyFile} are not a usable pair: ${(err as Error).message}`,
     );
+  }
+  if (files.clientCAFile !== undefined) {
+    const ca = read("client CA", files.clientCAFile);
+    // An empty or garbled bundle would make every caller fail verification: refuse it and keep the old one.
+    if (!/-----BEGIN CERTIFICATE-----/.test(ca.toString("latin1"))) {
+      throw new CertificateError(`TLS client CA file ${files.clientCAFile} holds no PEM certificate`);
+    }
+    try {
+      tls.createSecureContext({ ca });
+      new X509Certificate(ca);
+    } catch (err) {
+      throw new CertificateError(`TLS client CA file ${files.clientCAFile} is not usable: ${(err as Error).message}`);
+    }
+    pair.ca = ca;
   }
   return pair;
 }
@@ -74,7 +94,8 @@ export class CertificateReloader {
 
   start(): void {
     // Watch the directories: Secret volumes replace files by swapping a symlink, which a file watch can miss.
-    for (const dir of new Set([dirname(this.opts.files.certFile), dirname(this.opts.files.keyFile)])) {
+    const files = [this.opts.files.certFile, this.opts.files.keyFile, this.opts.files.clientCAFile];
+    for (const dir of new Set(files.filter((f) => f !== undefined).map((f) => dirname(f)))) {
       try {
         const w = watch(dir, () => this.scheduleCheck());
         w.on("error", () => undefined);
@@ -109,7 +130,8 @@ export class CertificateReloader {
       return false;
     }
     this.lastError = "";
-    if (next.cert.equals(this.current.cert) && next.key.equals(this.current.key)) return false;
+    const sameCA = next.ca === undefined ? this.current.ca === undefined : this.current.ca?.equals(next.ca) === true;
+    if (next.cert.equals(this.current.cert) && next.key.equals(this.current.key) && sameCA) return false;
     this.current = next;
     this.opts.onReload(next);
     this.opts.onResult?.("success");

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import type { TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
@@ -18,6 +18,7 @@ import { matchingDependents } from "../../src/webhook/matching.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
 import { buildRegistry, type RuleRegistry } from "../../src/webhook/registry.ts";
 import { route, startWebhookServer, type WebhookServer } from "../../src/webhook/server.ts";
+import { issueClientCert, makeClientCA, type ClientCert } from "../../tools/kcp/client-certs.ts";
 
 /** A self-signed certificate for 127.0.0.1, made by the openssl CLI. */
 function makeCert(dir: string, cn: string): { cert: string; key: string } {
@@ -105,6 +106,15 @@ function review(opts: { uid?: string; name?: string; oldObject?: unknown; apiVer
   };
 }
 const json = (v: unknown) => JSON.stringify(v);
+const status = (code: number, reason: string, message: string) => ({
+  apiVersion: "v1",
+  kind: "Status",
+  metadata: {},
+  status: "Failure",
+  code,
+  reason,
+  message,
+});
 
 describe("webhook HTTPS server", () => {
   let dir: string;
@@ -199,15 +209,6 @@ describe("webhook HTTPS server", () => {
     assert.equal((r.body["response"] as { allowed: boolean }).allowed, false);
   });
 
-  const status = (code: number, reason: string, message: string) => ({
-    apiVersion: "v1",
-    kind: "Status",
-    metadata: {},
-    status: "Failure",
-    code,
-    reason,
-    message,
-  });
   const denied400 = (uid: string, message: string) => ({
     apiVersion: "admission.k8s.io/v1",
     kind: "AdmissionReview",
@@ -433,3 +434,249 @@ describe("route", () => {
     });
   });
 });
+
+/** A POST with full control: client certificate, agent, body; resolves with the status and the parsed body. */
+function request(
+  port: number,
+  opts: { ca: string[]; cert?: string; key?: string; agent?: https.Agent | false; body?: string; path?: string },
+): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      {
+        host: "127.0.0.1",
+        port,
+        path: opts.path ?? "/validate/net1",
+        method: "POST",
+        ca: opts.ca,
+        ...(opts.cert ? { cert: opts.cert, key: opts.key } : {}),
+        agent: opts.agent ?? false,
+        headers: { "content-type": "application/json" },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>,
+            headers: res.headers,
+          }),
+        );
+      },
+    );
+    req.on("error", reject);
+    req.end(opts.body ?? json(review()));
+  });
+}
+
+describe("webhook HTTPS server: bounded work", () => {
+  let dir: string;
+  let ca: string[];
+  let server: WebhookServer;
+  const metricsRegistry = new Registry();
+  const refusals: string[] = [];
+  /** Reviews the stub handler holds until the test releases them. */
+  const held: (() => void)[] = [];
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "webhook-bounds-"));
+    const pair = makeCert(dir, "serving");
+    writeFileSync(join(dir, "tls.crt"), pair.cert);
+    writeFileSync(join(dir, "tls.key"), pair.key);
+    ca = [pair.cert];
+    server = await startWebhookServer({
+      host: "127.0.0.1",
+      port: 0,
+      tls: { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") },
+      handler: () => new Promise((resolve) => held.push(() => resolve({ allowed: true, reason: "no-dependents" }))),
+      logger: silentLogger(),
+      metrics: createWebhookMetrics(metricsRegistry),
+      maxConcurrentReviews: 2,
+      maxConnections: 3,
+      onRefusal: (reason) => refusals.push(reason),
+    });
+  });
+
+  after(async () => {
+    for (const release of held) release();
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("answers 429 at once, with a retry message, when every review slot is taken; decides again once one frees", async () => {
+    const first = request(server.port, { ca });
+    const second = request(server.port, { ca });
+    await waitUntil(() => held.length === 2);
+    const third = await request(server.port, { ca });
+    assert.equal(third.status, 429);
+    assert.equal(third.headers["retry-after"], "1");
+    assert.deepEqual(
+      third.body,
+      status(429, "TooManyRequests", "the webhook is deciding 2 reviews already, retry in a second"),
+    );
+    assert.deepEqual(refusals, ["too-many-reviews"]);
+    held.splice(0).forEach((release) => release());
+    assert.equal((await first).status, 200);
+    assert.equal((await second).status, 200);
+    const fourth = request(server.port, { ca });
+    await waitUntil(() => held.length === 1);
+    held.splice(0).forEach((release) => release());
+    assert.deepEqual((await fourth).body["response"], { uid: "uid-1", allowed: true });
+    const text = await metricsRegistry.metrics();
+    assert.match(text, /dependency_webhook_responses_total\{code="429"\} 1/);
+  });
+
+  it("answers 429 on a connection past the cap and closes it", async () => {
+    refusals.length = 0;
+    // Three idle keep-alive connections fill the cap; the fourth connection's request is refused.
+    const agents = [0, 1, 2].map(() => new https.Agent({ keepAlive: true, maxSockets: 1 }));
+    try {
+      for (const agent of agents) {
+        const r = request(server.port, { ca, agent });
+        await waitUntil(() => held.length === 1);
+        held.splice(0).forEach((release) => release());
+        assert.equal((await r).status, 200);
+      }
+      const over = await request(server.port, { ca });
+      assert.equal(over.status, 429);
+      assert.match(String(over.body["message"]), /the webhook has 3 connections open, retry in a second/);
+      assert.equal(over.headers["connection"], "close");
+      assert.deepEqual(refusals, ["too-many-connections"]);
+    } finally {
+      for (const agent of agents) agent.destroy();
+    }
+  });
+});
+
+describe("webhook HTTPS server: caller authentication", () => {
+  let dir: string;
+  let servingCA: string[];
+  let server: WebhookServer;
+  const refusals: string[] = [];
+  const logLines: Record<string, unknown>[] = [];
+  let kcp: ClientCert;
+  let otherCN: ClientCert;
+  let byDNS: ClientCert;
+  let stranger: ClientCert;
+  let decided = 0;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "webhook-auth-"));
+    const pair = makeCert(dir, "serving");
+    writeFileSync(join(dir, "tls.crt"), pair.cert);
+    writeFileSync(join(dir, "tls.key"), pair.key);
+    servingCA = [pair.cert];
+    const clientCA = makeClientCA(join(dir, "trusted"));
+    copyFileSync(clientCA.caCert, join(dir, "client-ca.crt"));
+    kcp = issueClientCert(clientCA, "kcp", { cn: "kcp", o: ["system:kcp"] });
+    otherCN = issueClientCert(clientCA, "tenant", { cn: "tenant" });
+    byDNS = issueClientCert(clientCA, "front-proxy", { cn: "x", dns: ["kcp.example.com"] });
+    stranger = issueClientCert(makeClientCA(join(dir, "untrusted")), "kcp", { cn: "kcp", o: ["system:kcp"] });
+    server = await startWebhookServer({
+      host: "127.0.0.1",
+      port: 0,
+      tls: { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key"), clientCAFile: join(dir, "client-ca.crt") },
+      handler: () => {
+        decided++;
+        return Promise.resolve({ allowed: true, reason: "no-dependents" });
+      },
+      logger: pino(
+        { level: "info" },
+        { write: (line: string) => logLines.push(JSON.parse(line) as Record<string, unknown>) },
+      ),
+      metrics: createWebhookMetrics(new Registry()),
+      requireClientCert: true,
+      allowedClientSubjects: ["CN=kcp", "DNS=kcp.example.com"],
+      minTLSVersion: "TLSv1.3",
+      onRefusal: (reason) => refusals.push(reason),
+    });
+  });
+
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const withCert = (c: ClientCert) => ({
+    ca: servingCA,
+    cert: readFileSync(c.cert, "utf8"),
+    key: readFileSync(c.key, "utf8"),
+  });
+
+  it("decides for a caller whose certificate the CA signed and whose CN or DNS name is allowed", async () => {
+    for (const c of [kcp, byDNS]) {
+      const r = await request(server.port, withCert(c));
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body["response"], { uid: "uid-1", allowed: true });
+    }
+    assert.equal(decided, 2);
+  });
+
+  const refused: [string, () => Parameters<typeof request>[1], string, RegExp][] = [
+    ["no certificate", () => ({ ca: servingCA }), "a client certificate is required", /no client certificate/],
+    [
+      "a certificate from another CA, same subject",
+      () => withCert(stranger),
+      "the client certificate is not signed by a trusted CA",
+      /CN=kcp, O=system:kcp \(/,
+    ],
+    [
+      "a trusted certificate with a subject not on the list",
+      () => withCert(otherCN),
+      "the client certificate's subject is not allowed to call this webhook",
+      /CN=tenant/,
+    ],
+  ];
+  for (const [name, opts, message, seen] of refused) {
+    it(`answers 401 and decides nothing for ${name}, logging what it saw`, async () => {
+      const before = decided;
+      const r = await request(server.port, opts());
+      assert.equal(r.status, 401);
+      assert.deepEqual(r.body, status(401, "Unauthorized", `${message}: only kcp may call this webhook`));
+      assert.equal(decided, before, "no decision");
+      const line = logLines.findLast((l) => String(l["msg"]).startsWith("caller refused"));
+      assert.match(String(line?.["caller"]), seen);
+      assert.equal(refusals.at(-1), "unauthenticated");
+    });
+  }
+
+  it("refuses TLS 1.2 when the minimum is 1.3", async () => {
+    await assert.rejects(
+      new Promise((resolve, reject) => {
+        const req = https.request(
+          { host: "127.0.0.1", port: server.port, method: "POST", ca: servingCA, agent: false, maxVersion: "TLSv1.2" },
+          resolve,
+        );
+        req.on("error", reject);
+        req.end("{}");
+      }),
+      /protocol|version/i,
+    );
+  });
+
+  it("refuses to start with an allow-list entry it cannot read, or without a CA bundle", async () => {
+    const base = {
+      host: "127.0.0.1",
+      port: 0,
+      handler: () => Promise.resolve({ allowed: true as const, reason: "no-dependents" as const }),
+      logger: silentLogger(),
+      metrics: createWebhookMetrics(new Registry()),
+      requireClientCert: true,
+    };
+    const tls = { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") };
+    await assert.rejects(startWebhookServer({ ...base, tls }), /requireClientCert needs tls\.clientCAFile/);
+    await assert.rejects(
+      startWebhookServer({
+        ...base,
+        tls: { ...tls, clientCAFile: join(dir, "client-ca.crt") },
+        allowedClientSubjects: ["kcp"],
+      }),
+      /allowed client subject "kcp": want CN=<name>, O=<organization> or DNS=<name>/,
+    );
+  });
+});
+
+async function waitUntil(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await delay(10);
+  assert.ok(cond(), "condition reached");
+}
