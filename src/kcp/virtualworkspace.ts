@@ -65,6 +65,8 @@ export interface ExportWatchOptions {
   resourcePath: string;
   logger: Logger;
   onChange: () => void;
+  /** Told every time the set of endpoints changes, so other informers can follow the same shards from the start. */
+  onEndpoints?: (urls: string[]) => void;
 }
 
 export class ExportWatch<T extends KubeObject> {
@@ -102,6 +104,7 @@ export class ExportWatch<T extends KubeObject> {
     this.lastUrls = joined;
     this.opts.logger.info({ endpoints: urls }, urls.length ? "virtual workspace endpoints changed" : NO_ENDPOINTS_HINT);
     this.objects.setEndpoints(urls);
+    this.opts.onEndpoints?.(urls);
     this.opts.onChange();
   }
 

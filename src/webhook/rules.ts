@@ -1,11 +1,13 @@
 // The live source of the rule registry: DependencyRules watched through the dep-ctrl APIExport's virtual workspace
 // on every endpoint (shard), their provider paths resolved to logical clusters, and the registry rebuilt from
-// scratch after every change (level-triggered). Not ready until every endpoint has listed its rules and a registry
-// was built from that complete list; while a newly added endpoint is still listing, it is not ready again, so no
-// DELETE is decided on a partial set of rules.
+// scratch on the shared work loop after every change (level-triggered). Not ready until every endpoint has listed
+// its rules and a registry was built from that complete list; while a newly added endpoint is still listing, it is
+// not ready again, so no DELETE is decided on a partial set of rules.
 import type { Logger } from "pino";
 import { GROUP, PLURAL, VERSION, type DependencyRule } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
+import type { Clock } from "../util/clock.ts";
+import { WorkLoop, type PassResult } from "../util/workloop.ts";
 import type { WebhookMetrics } from "./metrics.ts";
 import { buildRegistry, formatProblem, rulePaths, type RuleRegistry } from "./registry.ts";
 
@@ -29,47 +31,41 @@ export interface RuleSourceOptions {
   retryMs?: number;
   /** Periodic rebuild, so a workspace recreated under the same path (new logical cluster) is picked up. */
   refreshMs?: number;
+  /** How often to look again while the watch has not synced (it does not announce a sync without endpoints). */
+  syncPollMs?: number;
+  clock?: Clock;
 }
 
 export class RuleSource {
   private readonly opts: RuleSourceOptions;
   private readonly watch: RuleWatch;
+  private readonly loop: WorkLoop;
   private registry: RuleRegistry | undefined;
   /** Bumped whenever the watch is seen unsynced; a build counts as complete only if none happened during it. */
   private unsyncedEpoch = 0;
   private complete = false;
-  private running = false;
-  private dirty = false;
-  private stopped = false;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private refreshTimer: NodeJS.Timeout | undefined;
-  private syncPoll: NodeJS.Timeout | undefined;
   private loggedProblems = new Set<string>();
-  private idle: Promise<void> = Promise.resolve();
 
   constructor(opts: RuleSourceOptions) {
     this.opts = opts;
+    this.loop = new WorkLoop({
+      pass: () => this.rebuild(),
+      logger: opts.logger,
+      resyncMs: opts.refreshMs ?? 60_000,
+      debounceMs: 0,
+      ...(opts.clock ? { clock: opts.clock } : {}),
+    });
     this.watch = opts.watch(() => this.onChange());
   }
 
   start(): void {
     this.watch.start();
-    this.refreshTimer = setInterval(() => this.onChange(), this.opts.refreshMs ?? 60_000);
-    this.refreshTimer.unref();
-    // The watch does not report its first sync when there are no endpoints yet; poll until the first build.
-    this.syncPoll = setInterval(() => {
-      if (this.complete) clearInterval(this.syncPoll);
-      else if (this.watch.hasSynced() && !this.running) this.onChange();
-    }, 250);
-    this.syncPoll.unref();
+    this.loop.start();
   }
 
   stop(): void {
-    this.stopped = true;
     this.watch.stop();
-    clearInterval(this.refreshTimer);
-    clearInterval(this.syncPoll);
-    clearTimeout(this.retryTimer);
+    void this.loop.stop();
   }
 
   /** The registry to decide with, or undefined while not every rule is known. */
@@ -84,34 +80,17 @@ export class RuleSource {
     return undefined;
   }
 
-  /** Resolves once no rebuild is running or queued (for tests). */
+  /** Resolves once no rebuild is running (for tests). */
   settled(): Promise<void> {
-    return this.idle;
+    return this.loop.idle();
   }
 
   private onChange(): void {
-    if (this.stopped) return;
     if (!this.watch.hasSynced()) this.unsyncedEpoch++;
-    if (this.running) {
-      this.dirty = true;
-      return;
-    }
-    this.running = true;
-    this.idle = this.loop();
+    this.loop.enqueue();
   }
 
-  private async loop(): Promise<void> {
-    try {
-      do {
-        this.dirty = false;
-        await this.rebuild();
-      } while (this.dirty && !this.stopped);
-    } finally {
-      this.running = false;
-    }
-  }
-
-  private async rebuild(): Promise<void> {
+  private async rebuild(): Promise<PassResult> {
     const synced = this.watch.hasSynced();
     const epoch = this.unsyncedEpoch;
     const rules = this.watch.list();
@@ -128,10 +107,13 @@ export class RuleSource {
     const registry = buildRegistry(rules, resolutions);
     this.registry = registry;
     this.complete = synced && epoch === this.unsyncedEpoch;
-    this.report(registry, [...resolutions].filter(([, r]) => !r.ok || r.stale).length);
+    this.report(registry);
+    if (!this.complete) return { requeueAfterMs: this.opts.syncPollMs ?? 250 };
+    const unresolved = [...resolutions.values()].some((r) => !r.ok || r.stale);
+    return unresolved ? { requeueAfterMs: this.opts.retryMs ?? 5_000 } : {};
   }
 
-  private report(registry: RuleRegistry, unresolvedPaths: number): void {
+  private report(registry: RuleRegistry): void {
     const m = this.opts.metrics;
     m?.registryRules.set(registry.ruleCount);
     m?.registryEntries.set(registry.entryCount);
@@ -140,10 +122,5 @@ export class RuleSource {
     const now = new Set(registry.problems.map(formatProblem));
     for (const p of now) if (!this.loggedProblems.has(p)) this.opts.logger.warn({ problem: p }, "rule not registered");
     this.loggedProblems = now;
-    if (unresolvedPaths > 0) {
-      clearTimeout(this.retryTimer);
-      this.retryTimer = setTimeout(() => this.onChange(), this.opts.retryMs ?? 5_000);
-      this.retryTimer.unref();
-    }
   }
 }

@@ -16,7 +16,8 @@ import { depCtrlBinding, IDENTITIES, PATHS, setupTopology, TOKENS, type Topology
 import { run } from "../../src/cmd/controller.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../src/api/types.ts";
 import type { ValidatingWebhookConfiguration } from "../../src/controller/desired.ts";
-import { RULES_PATH, VWC_PATH } from "../../src/controller/reconciler.ts";
+import { RULES_PATH } from "../../src/controller/reconciler.ts";
+import { VWC_PATH } from "../../src/controller/writer.ts";
 import { isApiError, type RestClient } from "../../src/kcp/rest.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 

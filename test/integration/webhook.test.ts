@@ -13,7 +13,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { isApiError, type ApiError, type RestClient } from "../../src/kcp/rest.ts";
 import { createLogger } from "../../src/observability/logger.ts";
-import { run, type RunningWebhook } from "../../src/cmd/webhook.ts";
+import { run } from "../../src/cmd/webhook.ts";
+import type { Started } from "../../src/cmd/kit.ts";
 
 const env = kcpSuite({ tokens: TOKENS });
 const WEBHOOK = `admission webhook "dependency-controller.dependencies.opendefense.cloud" denied the request`;
@@ -49,7 +50,7 @@ async function exists(ws: RestClient, p: string): Promise<boolean> {
 
 describe("dependency webhook on kcp", () => {
   let topo: Topology;
-  let running: RunningWebhook | undefined;
+  let running: Started | undefined;
   const stop = new AbortController();
   let done: Promise<number>;
   let consumer1: RestClient;
@@ -77,7 +78,7 @@ describe("dependency webhook on kcp", () => {
       {
         env: {},
         stderr: (l) => (errors += l),
-        shutdown: stop.signal,
+        signal: stop.signal,
         logger: createLogger("webhook-it", "warn"),
         onStarted: (r) => (running = r),
       },
@@ -89,8 +90,8 @@ describe("dependency webhook on kcp", () => {
     await waitFor(
       "webhook registry has the rule",
       async () => {
-        const ready = await fetch(`http://127.0.0.1:${w.healthPort}/readyz`);
-        const metrics = await (await fetch(`http://127.0.0.1:${w.healthPort}/metrics`)).text();
+        const ready = await fetch(`http://127.0.0.1:${w.ports["health"]}/readyz`);
+        const metrics = await (await fetch(`http://127.0.0.1:${w.ports["health"]}/metrics`)).text();
         return (ready.status === 200 && /dependency_webhook_registry_rules 1\b/.test(metrics)) || undefined;
       },
       { timeoutMs: 60_000 },
@@ -110,7 +111,7 @@ describe("dependency webhook on kcp", () => {
             failurePolicy: "Fail",
             timeoutSeconds: 10,
             clientConfig: {
-              url: `https://127.0.0.1:${w.webhookPort}/validate/${topo.clusters.network}`,
+              url: `https://127.0.0.1:${w.ports["webhook"]}/validate/${topo.clusters.network}`,
               caBundle: Buffer.from(readFileSync(certs.caCert)).toString("base64"),
             },
             rules: [
@@ -205,7 +206,7 @@ describe("dependency webhook on kcp", () => {
   });
 
   it("counted the decisions", async () => {
-    const metrics = await (await fetch(`http://127.0.0.1:${running!.healthPort}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${running!.ports["health"]}/metrics`)).text();
     assert.match(metrics, /dependency_webhook_decisions_total\{outcome="denied",reason="referenced"\} \d+/);
     assert.match(metrics, /dependency_webhook_decisions_total\{outcome="allowed",reason="skip-protection"\} 1/);
   });

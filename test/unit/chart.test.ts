@@ -25,7 +25,7 @@ import type { ICertificate, IIssuer } from "@kubernetes-models/cert-manager/cert
 import type { IServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { parseConfig } from "../../src/cmd/controller.ts";
-import { parseFlags } from "../../src/cmd/webhook.ts";
+import { parseConfig as parseWebhookConfig } from "../../src/cmd/webhook.ts";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CHART = path.join(REPO, "deploy/chart");
@@ -336,7 +336,7 @@ for (const config of CONFIGS) {
       assert.ok(e.webhookReplicas >= 2);
       assert.equal(d.spec?.strategy?.rollingUpdate?.maxUnavailable, 0, "a rollout never drops a ready replica");
       const { args, pod } = checkDeployment(d, "webhook");
-      const parsed = parseFlags(args, {});
+      const parsed = parseWebhookConfig(args, {});
       assert.notEqual(parsed, "help");
       if (parsed === "help") return;
       assert.deepEqual(secretFileSource(pod.spec, parsed.tls.certFile), { secretName: e.tlsSecret, key: "tls.crt" });

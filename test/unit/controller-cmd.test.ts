@@ -6,7 +6,8 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { parseConfig, readCaBundle, run } from "../../src/cmd/controller.ts";
+import { parseConfig, run } from "../../src/cmd/controller.ts";
+import { readCaBundle } from "../../src/controller/ca-bundle.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "controller-cmd-"));

@@ -11,14 +11,9 @@ import {
 } from "../../src/api/types.ts";
 import { type ValidatingWebhookConfiguration, WORKSPACE_PATHS_ANNOTATION } from "../../src/controller/desired.ts";
 import { createMetrics } from "../../src/controller/metrics.ts";
-import {
-  type ClusterClient,
-  Reconciler,
-  type ReconcilerDeps,
-  type RuleObject,
-  RULES_PATH,
-  VWC_PATH,
-} from "../../src/controller/reconciler.ts";
+import type { RuleObject } from "../../src/controller/plan.ts";
+import { Reconciler, type ReconcilerDeps, RULES_PATH } from "../../src/controller/reconciler.ts";
+import { type ClusterClient, VWC_PATH } from "../../src/controller/writer.ts";
 import { APIEXPORTS_PATH, APIRESOURCESCHEMAS_PATH } from "../../src/kcp/exports.ts";
 import { ApiError, type RequestOptions } from "../../src/kcp/rest.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";

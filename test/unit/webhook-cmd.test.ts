@@ -7,13 +7,14 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { parseFlags, run, USAGE, type RunningWebhook } from "../../src/cmd/webhook.ts";
+import { parseConfig, run, USAGE } from "../../src/cmd/webhook.ts";
+import type { Started } from "../../src/cmd/kit.ts";
 
-describe("parseFlags", () => {
+describe("parseConfig", () => {
   const env = { KUBECONFIG: "/kc" };
 
   it("has the original's defaults", () => {
-    assert.deepEqual(parseFlags([], env), {
+    assert.deepEqual(parseConfig([], env), {
       kubeconfig: "/kc",
       apiExportName: "dependencies.opendefense.cloud",
       bindAddress: "0.0.0.0",
@@ -25,7 +26,7 @@ describe("parseFlags", () => {
   });
 
   it("takes explicit cert files over the cert dir, and --kubeconfig over $KUBECONFIG", () => {
-    const f = parseFlags(
+    const f = parseConfig(
       [
         "--kubeconfig",
         "/x",
@@ -54,7 +55,7 @@ describe("parseFlags", () => {
   ];
   for (const [argv, e, re] of bad) {
     it(`rejects ${argv.join(" ") || "no kubeconfig"}`, () => {
-      assert.throws(() => parseFlags(argv, e), { name: "UsageError", message: re });
+      assert.throws(() => parseConfig(argv, e), { name: "UsageError", message: re });
     });
   }
 });
@@ -107,7 +108,7 @@ current-context: c
       stdout: (l) => (out += l),
       stderr: (l) => (err += l),
       logger: silentLogger(),
-      shutdown: AbortSignal.abort(),
+      signal: AbortSignal.abort(),
     });
     return { code, out, err };
   }
@@ -152,26 +153,26 @@ current-context: c
   it("starts, becomes ready with no endpoints yet, and stops on shutdown", async () => {
     slices = [{ metadata: { name: "s" }, spec: { export: { name: "dependencies.opendefense.cloud" } } }];
     const stop = new AbortController();
-    let running: RunningWebhook | undefined;
+    let running: Started | undefined;
     const done = run(["--kubeconfig", join(dir, "kubeconfig"), ...common()], {
       env: {},
       stderr: (l) => assert.fail(l),
       logger: silentLogger(),
-      shutdown: stop.signal,
+      signal: stop.signal,
       onStarted: (r) => (running = r),
     });
     const deadline = Date.now() + 5_000;
     let ready = "";
     while (Date.now() < deadline) {
       if (running) {
-        const res = await fetch(`http://127.0.0.1:${running.healthPort}/readyz`);
+        const res = await fetch(`http://127.0.0.1:${running.ports["health"]}/readyz`);
         ready = await res.text();
         if (res.status === 200) break;
       }
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(ready, "ok");
-    const metrics = await (await fetch(`http://127.0.0.1:${running!.healthPort}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${running!.ports["health"]}/metrics`)).text();
     assert.match(metrics, /dependency_webhook_registry_rules 0/);
     stop.abort();
     assert.equal(await done, 0);

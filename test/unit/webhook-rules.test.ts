@@ -4,6 +4,7 @@ import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts"
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { RuleSource, type RuleWatch } from "../../src/webhook/rules.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 
 class FakeWatch implements RuleWatch {
   synced = false;
@@ -40,6 +41,7 @@ const VPCS = { group: "net.io", resource: "vpcs" };
 
 function setup(resolve: (path: string) => Promise<Resolution>) {
   const watch = new FakeWatch();
+  const clock = new FakeClock();
   const source = new RuleSource({
     watch: (onChange) => {
       watch.onChange = onChange;
@@ -48,25 +50,32 @@ function setup(resolve: (path: string) => Promise<Resolution>) {
     resolver: { resolve },
     logger: silentLogger(),
     retryMs: 20,
+    clock,
   });
-  return { watch, source };
+  source.start();
+  /** Runs what is due now: the rebuild an event asked for, and the one a change during it asked for. */
+  const settled = async (): Promise<void> => {
+    await clock.advance(0);
+    await clock.advance(0);
+  };
+  return { watch, source, clock, settled };
 }
 
 const net1: Resolution = { ok: true, cluster: "net1" as LogicalClusterName };
 
 describe("RuleSource", () => {
   it("is not ready until the watch synced and a registry was built from the full list", async () => {
-    const { watch, source } = setup(() => Promise.resolve(net1));
+    const { watch, source, settled } = setup(() => Promise.resolve(net1));
     assert.equal(source.current(), undefined);
     assert.match(source.notReadyReason() ?? "", /not yet synced/);
-    watch.onChange(); // a change before sync builds, but does not make it ready
-    await source.settled();
+    watch.onChange(); // a change before sync builds, but does not make it ready (and polls for the sync)
+    await settled();
     assert.equal(source.current(), undefined);
 
     watch.rules = [rule("c1", "r1")];
     watch.synced = true;
     watch.onChange();
-    await source.settled();
+    await settled();
     assert.equal(source.notReadyReason(), undefined);
     assert.deepEqual(
       source
@@ -78,11 +87,22 @@ describe("RuleSource", () => {
     source.stop();
   });
 
+  it("notices a sync no event announced, by looking again every syncPollMs (250 ms)", async () => {
+    const { watch, source, clock, settled } = setup(() => Promise.resolve(net1));
+    await settled();
+    watch.synced = true; // e.g. an export with no endpoints yet: synced, but no change is reported
+    await clock.advance(249);
+    assert.equal(source.current(), undefined);
+    await clock.advance(1);
+    assert.notEqual(source.current(), undefined);
+    source.stop();
+  });
+
   it("is not ready again while a new endpoint is listing", async () => {
-    const { watch, source } = setup(() => Promise.resolve(net1));
+    const { watch, source, settled } = setup(() => Promise.resolve(net1));
     watch.synced = true;
     watch.onChange();
-    await source.settled();
+    await settled();
     assert.notEqual(source.current(), undefined);
     watch.synced = false; // a new shard appeared
     watch.onChange();
@@ -90,7 +110,7 @@ describe("RuleSource", () => {
     watch.synced = true;
     watch.rules = [rule("c2", "on-new-shard")];
     watch.onChange();
-    await source.settled();
+    await settled();
     assert.equal(source.current()?.find("net1" as LogicalClusterName, VPCS).entries.length, 1);
     source.stop();
   });
@@ -98,7 +118,7 @@ describe("RuleSource", () => {
   it("a sync that happened during a rebuild does not count until the next build", async () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
-    const { watch, source } = setup(async () => {
+    const { watch, source, settled } = setup(async () => {
       await gate;
       return net1;
     });
@@ -109,21 +129,21 @@ describe("RuleSource", () => {
     watch.onChange(); // an endpoint was added during build 1
     watch.synced = true;
     release();
-    await source.settled(); // build 1 completes (not complete: epoch moved), build 2 runs
+    await settled(); // build 1 completes (not complete: epoch moved), build 2 runs
     assert.notEqual(source.current(), undefined);
     source.stop();
   });
 
   it("rules are updated level-triggered: removed rules disappear", async () => {
-    const { watch, source } = setup(() => Promise.resolve(net1));
+    const { watch, source, settled } = setup(() => Promise.resolve(net1));
     watch.synced = true;
     watch.rules = [rule("c1", "a"), rule("c1", "b")];
     watch.onChange();
-    await source.settled();
+    await settled();
     assert.equal(source.current()?.ruleCount, 2);
     watch.rules = [rule("c1", "b")];
     watch.onChange();
-    await source.settled();
+    await settled();
     assert.deepEqual(
       source
         .current()
@@ -134,9 +154,9 @@ describe("RuleSource", () => {
     source.stop();
   });
 
-  it("retries unresolved paths and stays fail-closed meanwhile", async () => {
+  it("retries unresolved paths after retryMs and stays fail-closed meanwhile", async () => {
     let attempts = 0;
-    const { watch, source } = setup((path) => {
+    const { watch, source, clock, settled } = setup((path) => {
       attempts++;
       if (attempts < 3) return Promise.reject(new Error(`cannot reach kcp for ${path}`));
       return Promise.resolve(net1);
@@ -144,13 +164,16 @@ describe("RuleSource", () => {
     watch.synced = true;
     watch.rules = [rule("c1", "r1")];
     watch.onChange();
-    await source.settled();
+    await settled();
     assert.deepEqual(source.current()?.find("net1" as LogicalClusterName, VPCS).pending, [
       { rule: "c1/r1", path: "root:network", reason: "cannot reach kcp for root:network" },
     ]);
-    const deadline = Date.now() + 2_000;
-    while (attempts < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    await source.settled();
+    await clock.advance(19);
+    assert.equal(attempts, 1, "no retry before retryMs");
+    await clock.advance(1);
+    assert.equal(attempts, 2);
+    await clock.advance(20);
+    assert.equal(attempts, 3);
     const match = source.current()?.find("net1" as LogicalClusterName, VPCS);
     assert.deepEqual(match?.pending, []);
     assert.equal(match?.entries.length, 1);

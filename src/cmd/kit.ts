@@ -1,0 +1,168 @@
+// What both binaries share at their edge: flags with environment fallbacks (a flag wins over its variable), one
+// generated usage text, usage errors as one line, startup errors as one line without a stack trace, and a clean
+// shutdown on SIGTERM/SIGINT (or an AbortSignal in tests). Each binary declares its flags and a start function.
+import { parseArgs } from "node:util";
+import type { Logger } from "pino";
+import { parseListenAddress } from "../observability/health.ts";
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export interface Flag {
+  name: string;
+  /** Environment variable read when the flag is not given. */
+  env?: string;
+  default?: string;
+  /** One line for --help; `VALUE` words in `arg` name the value. */
+  help: string;
+  arg?: string;
+}
+
+export type FlagValues = Record<string, string | undefined>;
+
+export function usage(command: string, summary: string, flags: readonly Flag[]): string {
+  const rows = flags.map((f) => {
+    const left = `  --${f.name}${f.arg ? ` ${f.arg}` : ""}`;
+    const right = `${f.help}${f.default !== undefined ? ` (default ${f.default})` : ""}${f.env ? ` [${f.env}]` : ""}`;
+    return `${left.padEnd(38)} ${right}`;
+  });
+  return `Usage: ${command} [flags]\n\n${summary}\n\nFlags (environment variable in brackets):\n${rows.join("\n")}\n  -h, --help                           show this help\n`;
+}
+
+/** Parses `argv` strictly; returns "help" for -h/--help. Empty values count as not set. */
+export function readFlags(
+  flags: readonly Flag[],
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): FlagValues | "help" {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        ...Object.fromEntries(flags.map((f) => [f.name, { type: "string" as const }])),
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message} (see --help)`);
+  }
+  if (values["help"]) return "help";
+  const out: FlagValues = {};
+  for (const f of flags) {
+    const given = values[f.name];
+    const fromEnv = f.env ? env[f.env] : undefined;
+    const v =
+      typeof given === "string" && given !== "" ? given : fromEnv !== undefined && fromEnv !== "" ? fromEnv : f.default;
+    out[f.name] = v;
+  }
+  return out;
+}
+
+/** Value parsers with the flag's name in every error. */
+export const parse = {
+  required(v: string | undefined, flag: string, what: string): string {
+    if (v === undefined) throw new UsageError(`--${flag} is required (${what})`);
+    return v;
+  },
+  bool(v: string, flag: string): boolean {
+    if (/^(true|1|yes)$/i.test(v)) return true;
+    if (/^(false|0|no)$/i.test(v)) return false;
+    throw new UsageError(`--${flag}: want true or false, got "${v}"`);
+  },
+  /** `30s`, `2m`, `1h`, `500ms`; at least `minMs`. */
+  duration(v: string, flag: string, minMs = 1_000): number {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(v.trim());
+    if (!m) throw new UsageError(`--${flag}: invalid duration "${v}" (want e.g. 30s, 2m)`);
+    const ms = Number(m[1]) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[m[2] as "ms" | "s" | "m" | "h"];
+    if (ms < minMs) throw new UsageError(`--${flag}: must be at least ${minMs} ms`);
+    return ms;
+  },
+  port(v: string, flag: string): number {
+    const port = Number(v);
+    if (!/^\d+$/.test(v) || port > 65535) throw new UsageError(`--${flag} ${JSON.stringify(v)} is not a port number`);
+    return port;
+  },
+  listen(v: string, flag: string): string {
+    try {
+      parseListenAddress(v);
+    } catch (err) {
+      throw new UsageError(`--${flag}: ${(err as Error).message}`);
+    }
+    return v;
+  },
+};
+
+/** A started binary: its listening ports (for tests and logs) and how to stop it. */
+export interface Started {
+  ports: Record<string, number>;
+  stop(): Promise<void>;
+}
+
+export interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Where --help and the one-line errors go (default: the process's streams). */
+  stdout?: (s: string) => void;
+  stderr?: (s: string) => void;
+  /** Stops the binary when aborted; default: SIGTERM or SIGINT. */
+  signal?: AbortSignal;
+  logger?: Logger;
+  /** Called once serving. */
+  onStarted?: (started: Started) => void;
+}
+
+export interface Command<C> {
+  name: string;
+  usage: string;
+  parse(argv: readonly string[], env: NodeJS.ProcessEnv): C | "help";
+  start(config: C, logger: Logger): Promise<Started>;
+  logger(): Logger;
+}
+
+/** The whole program: parse, start, wait for the signal, stop. Resolves to the exit code (0, or 1 on any error). */
+export async function runCommand<C>(cmd: Command<C>, argv: readonly string[], opts: RunOptions = {}): Promise<number> {
+  const stdout = opts.stdout ?? ((s: string) => process.stdout.write(s));
+  const stderr = opts.stderr ?? ((s: string) => process.stderr.write(s));
+  let started: Started;
+  try {
+    const config = cmd.parse(argv, opts.env ?? process.env);
+    if (config === "help") {
+      stdout(cmd.usage);
+      return 0;
+    }
+    started = await cmd.start(config, opts.logger ?? cmd.logger());
+  } catch (err) {
+    stderr(`${cmd.name}: ${oneLine(err)}\n`);
+    return 1;
+  }
+  opts.onStarted?.(started);
+  await waitForShutdown(opts.signal);
+  await started.stop();
+  return 0;
+}
+
+function oneLine(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  if (e?.code === "ECONNREFUSED" || e?.code === "ENOTFOUND") return `cannot reach kcp: ${e.message}`;
+  return (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, " ");
+}
+
+function waitForShutdown(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal) {
+      if (signal.aborted) resolve();
+      else signal.addEventListener("abort", () => resolve(), { once: true });
+      return;
+    }
+    const done = (): void => {
+      process.off("SIGTERM", done);
+      process.off("SIGINT", done);
+      resolve();
+    };
+    process.once("SIGTERM", done);
+    process.once("SIGINT", done);
+  });
+}

@@ -1,0 +1,106 @@
+// The pure middle of a reconcile pass: from what was observed, the writes to make (configurations to create,
+// update or prune) and, once they are made, the statuses that changed. No I/O, no clock: the time comes in as `now`.
+import type { ReferencesVerdict } from "../api/references.ts";
+import type { ParsedRule } from "../api/rule.ts";
+import { ruleKeyString, type LogicalClusterName } from "../api/types.ts";
+import type { Resolution } from "../kcp/workspaces.ts";
+import { compareStrings } from "../util/json.ts";
+import { findCycles } from "./cycles.ts";
+import {
+  desiredConfigurations,
+  keptWorkspaces,
+  planActions,
+  type Action,
+  type ExistingConfiguration,
+  type ValidatingWebhookConfiguration,
+} from "./desired.ts";
+import { computeStatus, statusChanged, type InstallResult, type RuleStatus } from "./status.ts";
+
+export interface RuleObject {
+  metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string> };
+  status?: unknown;
+  [k: string]: unknown;
+}
+
+/** A rule as listed (with the virtual workspace endpoint that served it) and as parsed. */
+export interface ObservedRule {
+  parsed: ParsedRule;
+  object: RuleObject;
+  endpoint: string;
+}
+
+/** Everything one pass acts on, read at its start. */
+export interface Observation {
+  rules: ObservedRule[];
+  existing: ExistingConfiguration[];
+  resolutions: ReadonlyMap<string, Resolution>;
+  references: ReadonlyMap<string, ReferencesVerdict>;
+  caBundle?: string;
+}
+
+export interface WritePlan {
+  actions: Action[];
+  /** The provider workspaces that should hold a configuration after the writes. */
+  desired: ReadonlyMap<LogicalClusterName, ValidatingWebhookConfiguration>;
+  /** The workspace paths resolved to each provider cluster, for logs. */
+  pathsOf: ReadonlyMap<LogicalClusterName, string[]>;
+}
+
+export function planWrites(obs: Observation, webhookBaseUrl: string): WritePlan {
+  const desired = desiredConfigurations({
+    rules: obs.rules.map((r) => r.parsed),
+    resolutions: obs.resolutions,
+    webhookBaseUrl,
+    ...(obs.caBundle ? { caBundle: obs.caBundle } : {}),
+    excluded: (rule, dep) => {
+      const v = obs.references.get(ruleKeyString(rule.key));
+      return v !== undefined && (v.dependentInvalid || v.invalidDependencies.has(dep.index));
+    },
+  }).configurations;
+  const transientPaths = [...obs.resolutions].filter(([, r]) => !r.ok && r.transient === true).map(([p]) => p);
+  const actions = planActions(desired, obs.existing, { keep: keptWorkspaces(obs.existing, transientPaths) });
+  const pathsOf = new Map<LogicalClusterName, string[]>();
+  for (const [p, r] of [...obs.resolutions].sort(([a], [b]) => compareStrings(a, b)))
+    if (r.ok) pathsOf.set(r.cluster, [...(pathsOf.get(r.cluster) ?? []), p]);
+  return { actions, desired, pathsOf };
+}
+
+export interface StatusWrite {
+  rule: ObservedRule;
+  status: RuleStatus;
+}
+
+/** The rule statuses that differ from what the rules carry, given how the installs went. */
+export function planStatuses(
+  obs: Observation,
+  installs: ReadonlyMap<LogicalClusterName, InstallResult>,
+  now: string,
+): StatusWrite[] {
+  const cycles = findCycles(
+    obs.rules.flatMap(({ parsed }) =>
+      parsed.dependent
+        ? [{ key: parsed.key, dependent: parsed.dependent, dependencies: parsed.dependencies.map((d) => d.target) }]
+        : [],
+    ),
+  );
+  const writes: StatusWrite[] = [];
+  for (const rule of obs.rules) {
+    const { parsed, object } = rule;
+    const own = new Map<string, Resolution>();
+    for (const dep of parsed.dependencies) {
+      const r = obs.resolutions.get(dep.path);
+      if (r) own.set(dep.path, r);
+    }
+    const key = ruleKeyString(parsed.key);
+    const cycle = cycles.get(key);
+    const references = obs.references.get(key);
+    const status = computeStatus(
+      parsed,
+      { resolutions: own, installs, ...(cycle ? { cycle } : {}), ...(references ? { references } : {}) },
+      object.status as Parameters<typeof computeStatus>[2],
+      now,
+    );
+    if (statusChanged(object.status, status)) writes.push({ rule, status });
+  }
+  return writes;
+}

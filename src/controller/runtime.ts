@@ -1,0 +1,165 @@
+// The controller as a running thing: it owns its sources (the rule watch through the dep-ctrl export's virtual
+// workspace, the webhook-configuration informer that follows the same shard endpoints from startup, the CA bundle
+// file), the reconciler, the work loop, leader election and the health port. Followers keep every informer warm, so
+// a failover starts from a full cache; only the leader runs passes.
+import os from "node:os";
+import { randomBytes } from "node:crypto";
+import { Registry } from "prom-client";
+import type { Logger } from "pino";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type LogicalClusterName } from "../api/types.ts";
+import { Informer } from "../kcp/informer.ts";
+import { loadKcpConnection } from "../kcp/kubeconfig.ts";
+import { isApiError } from "../kcp/rest.ts";
+import { checkEndpointSlice, ExportWatch, NoEndpointSliceError } from "../kcp/virtualworkspace.ts";
+import { WorkspaceResolver } from "../kcp/workspaces.ts";
+import { startHealthServer } from "../observability/health.ts";
+import type { Clock } from "../util/clock.ts";
+import { WorkLoop } from "../util/workloop.ts";
+import { CaBundleFile } from "./ca-bundle.ts";
+import type { ValidatingWebhookConfiguration } from "./desired.ts";
+import { LeaderElector, restLeaseStore } from "./leader.ts";
+import { createMetrics } from "./metrics.ts";
+import type { RuleObject } from "./plan.ts";
+import { Reconciler, RULES_PATH } from "./reconciler.ts";
+import { VWC_PATH } from "./writer.ts";
+
+export interface ControllerConfig {
+  kubeconfig?: string;
+  apiExportName: string;
+  webhookUrl: string;
+  caBundleFile?: string;
+  healthAddress: string;
+  leaderElect: boolean;
+  leaseName: string;
+  leaseNamespace: string;
+  resyncMs: number;
+  validateRules: boolean;
+}
+
+export interface RunningController {
+  healthPort: number;
+  stop(): Promise<void>;
+}
+
+/** Checks the export's endpoint slice is there and readable, with errors that say what to do. */
+async function checkExport(conn: ReturnType<typeof loadKcpConnection>, exportName: string): Promise<void> {
+  try {
+    await checkEndpointSlice(conn.workspaceClient, exportName, conn.workspace);
+  } catch (err) {
+    if (err instanceof NoEndpointSliceError) throw err;
+    if (isApiError(err, 403) || isApiError(err, 401))
+      throw new Error(
+        `not allowed to list APIExportEndpointSlices in ${conn.workspace} (${(err as Error).message}): ` +
+          `apply deploy/rbac/dep-ctrl-workspace.yaml there for this identity`,
+      );
+    throw new Error(`cannot reach kcp at ${conn.baseUrl}: ${(err as Error).message}`);
+  }
+}
+
+export async function startController(
+  config: ControllerConfig,
+  logger: Logger,
+  clock?: Clock,
+): Promise<RunningController> {
+  const conn = loadKcpConnection({ kubeconfig: config.kubeconfig, requireWorkspace: true });
+  const registry = new Registry();
+  const metrics = createMetrics(registry);
+  const caBundle = config.caBundleFile
+    ? new CaBundleFile(config.caBundleFile, (err) => {
+        metrics.errors.inc({ reason: "ca_bundle" });
+        logger.warn({ err: err.message }, "keeping the previous CA bundle");
+      })
+    : undefined;
+  await checkExport(conn, config.apiExportName);
+
+  const loop = new WorkLoop({
+    pass: () => reconciler.reconcile(),
+    logger,
+    resyncMs: config.resyncMs,
+    ...(clock ? { clock } : {}),
+  });
+  const enqueue = (): void => loop.enqueue();
+  const configurations = new Informer<ValidatingWebhookConfiguration>({
+    client: conn.workspaceClient,
+    path: `/clusters/*${VWC_PATH}`,
+    query: { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` },
+    logger: logger.child({ informer: "validatingwebhookconfigurations" }),
+    onChange: enqueue,
+  });
+  const rules = new ExportWatch<RuleObject>({
+    exportWorkspace: conn.workspaceClient,
+    exportName: config.apiExportName,
+    resourcePath: RULES_PATH,
+    logger,
+    onChange: enqueue,
+    onEndpoints: (urls) => configurations.setEndpoints(urls),
+  });
+  const sameEndpoints = (): boolean =>
+    configurations.endpoints().sort().join(" ") === rules.endpoints().sort().join(" ");
+
+  let elector: LeaderElector | undefined;
+  const reconciler = new Reconciler({
+    rules,
+    configurations: {
+      listWithEndpoints: () => configurations.listWithEndpoints(),
+      hasSynced: () => sameEndpoints() && configurations.hasSynced(),
+    },
+    resolver: new WorkspaceResolver({ base: conn.base }),
+    clientFor: (endpoint, cluster: LogicalClusterName) => rules.clientFor(endpoint, cluster),
+    webhookBaseUrl: config.webhookUrl,
+    caBundle: () => caBundle?.current(),
+    ...(config.validateRules ? { ruleWebhook: conn.workspaceClient } : {}),
+    mayWrite: () => !elector || elector.isLeader(),
+    exportName: config.apiExportName,
+    logger,
+    metrics,
+  });
+
+  const health = await startHealthServer(config.healthAddress, registry, {
+    informers: () =>
+      rules.hasSynced() && configurations.hasSynced() && sameEndpoints() ? undefined : "informers not synced yet",
+  });
+  logger.info(
+    { workspace: conn.workspace, export: config.apiExportName, webhookUrl: config.webhookUrl, health: health.port },
+    "controller started",
+  );
+  rules.start();
+
+  const stopElection = new AbortController();
+  let electing: Promise<void> | undefined;
+  if (config.leaderElect) {
+    elector = new LeaderElector({
+      store: restLeaseStore(conn.workspaceClient, config.leaseNamespace, config.leaseName),
+      name: config.leaseName,
+      namespace: config.leaseNamespace,
+      identity: `${os.hostname()}_${randomBytes(4).toString("hex")}`,
+      logger,
+      onStartedLeading: () => {
+        metrics.leader.set(1);
+        loop.start();
+      },
+      onStoppedLeading: () => {
+        metrics.leader.set(0);
+        void loop.stop();
+      },
+    });
+    electing = elector.run(stopElection.signal);
+  } else {
+    metrics.leader.set(1);
+    loop.start();
+  }
+
+  return {
+    healthPort: health.port,
+    async stop() {
+      logger.info("shutting down");
+      await loop.stop();
+      stopElection.abort();
+      await electing;
+      rules.stop();
+      configurations.stop();
+      await health.close();
+      conn.base.close();
+    },
+  };
+}

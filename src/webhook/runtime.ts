@@ -1,0 +1,125 @@
+// The webhook as a running thing: the rule source (DependencyRules through the dep-ctrl export's virtual workspace,
+// resolved into the registry), the DELETE and rule admission handlers, the HTTPS server and the health port.
+import { Registry, collectDefaultMetrics } from "prom-client";
+import type { Logger } from "pino";
+import type { DependencyRule } from "../api/types.ts";
+import { fetchExportFacts } from "../kcp/exports.ts";
+import { loadKcpConnection } from "../kcp/kubeconfig.ts";
+import { isApiError } from "../kcp/rest.ts";
+import { checkEndpointSlice, ExportWatch, NO_ENDPOINTS_HINT } from "../kcp/virtualworkspace.ts";
+import { WorkspaceResolver } from "../kcp/workspaces.ts";
+import { startHealthServer } from "../observability/health.ts";
+import { loadKeyPair, type TlsFiles } from "./certs.ts";
+import { createAdmissionHandler } from "./handler.ts";
+import { LiveDependentFinder } from "./lookup.ts";
+import { createWebhookMetrics } from "./metrics.ts";
+import { createRuleAdmissionHandler } from "./rule-admission.ts";
+import { RULES_PATH, RuleSource } from "./rules.ts";
+import { startWebhookServer } from "./server.ts";
+
+export interface WebhookConfig {
+  kubeconfig: string | undefined;
+  apiExportName: string;
+  bindAddress: string;
+  webhookPort: number;
+  tls: TlsFiles;
+  healthProbeBindAddress: string;
+  kcpBaseUrl: string | undefined;
+}
+
+export interface RunningWebhook {
+  webhookPort: number;
+  healthPort: number;
+  stop(): Promise<void>;
+}
+
+/** Stops what was started, last first: stop taking requests before closing the kcp connections. */
+async function stopAll(steps: readonly (() => unknown)[]): Promise<void> {
+  for (const step of [...steps].reverse()) await step();
+}
+
+/** Starts everything; throws (with a one-line message) when the configuration or the environment is wrong. */
+export async function startWebhook(flags: WebhookConfig, logger: Logger): Promise<RunningWebhook> {
+  loadKeyPair(flags.tls); // fail before talking to kcp when the certificate is missing or broken
+  const conn = loadKcpConnection({ kubeconfig: flags.kubeconfig, requireWorkspace: true });
+  const steps: (() => unknown)[] = [() => conn.base.close()];
+  try {
+    let urls: string[];
+    try {
+      urls = await checkEndpointSlice(conn.workspaceClient, flags.apiExportName, conn.workspace);
+    } catch (err) {
+      if (isApiError(err)) throw new Error(`cannot read APIExportEndpointSlices in ${conn.workspace}: ${err.message}`);
+      throw err;
+    }
+    if (urls.length === 0) logger.warn(NO_ENDPOINTS_HINT);
+
+    const metricsRegistry = new Registry();
+    collectDefaultMetrics({ register: metricsRegistry });
+    const metrics = createWebhookMetrics(metricsRegistry);
+    const resolver = new WorkspaceResolver({ base: conn.base });
+    // The source registers its change callback when it builds its watch, right below.
+    let onRulesChanged = (): void => undefined;
+    const rules = new ExportWatch<DependencyRule>({
+      exportWorkspace: conn.workspaceClient,
+      exportName: flags.apiExportName,
+      resourcePath: RULES_PATH,
+      logger: logger.child({ part: "rules" }),
+      onChange: () => onRulesChanged(),
+    });
+    const source = new RuleSource({
+      watch: (onChange) => {
+        onRulesChanged = onChange;
+        return rules;
+      },
+      resolver,
+      logger: logger.child({ part: "registry" }),
+      metrics,
+    });
+    source.start();
+    steps.push(() => source.stop());
+
+    const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;
+    const handler = createAdmissionHandler({
+      registry: () => source.current(),
+      finder: new LiveDependentFinder({ base: lookupBase }),
+      logger: logger.child({ part: "admission" }),
+      metrics,
+    });
+    // Rule checks read providers' exports through the dep-ctrl export's virtual workspace (their consent: the claims).
+    const ruleHandler = createRuleAdmissionHandler({
+      deps: {
+        resolve: (path) => resolver.resolve(path),
+        fetchExport: (cluster, exportName, resources) =>
+          fetchExportFacts((endpoint, c, p) => rules.clientFor(endpoint, c).get(p), rules.endpoints(), false, {
+            cluster,
+            exportName,
+            resources,
+          }),
+      },
+      logger: logger.child({ part: "rule-admission" }),
+      metrics,
+    });
+    const server = await startWebhookServer({
+      host: flags.bindAddress,
+      port: flags.webhookPort,
+      tls: flags.tls,
+      handler,
+      ruleHandler,
+      logger,
+      metrics,
+    });
+    steps.push(() => server.close());
+    const health = await startHealthServer(flags.healthProbeBindAddress, metricsRegistry, {
+      "registry-synced": () => source.notReadyReason(),
+    });
+    steps.push(() => health.close());
+    return {
+      webhookPort: server.port,
+      healthPort: health.port,
+      stop: () => stopAll(steps),
+    };
+  } catch (err) {
+    await stopAll(steps);
+    throw err;
+  }
+}
