@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseArgs } from "../../src/plugin/args.ts";
+import { run } from "../../src/plugin/main.ts";
 
 describe("plugin arguments", () => {
   const cases: { name: string; argv: string[]; want: unknown }[] = [
@@ -71,4 +72,31 @@ describe("plugin arguments", () => {
       assert.equal(r.ok, false);
       if (!r.ok) assert.match(r.error, c.match);
     });
+});
+
+describe("plugin entry", () => {
+  const capture = (): { io: { out(t: string): void; err(t: string): void }; out: string[]; err: string[] } => {
+    const out: string[] = [];
+    const err: string[] = [];
+    return { io: { out: (t) => out.push(t), err: (t) => err.push(t) }, out, err };
+  };
+
+  it("help goes to stdout with exit 0; a bad argument is one line and exit 2", async () => {
+    const h = capture();
+    assert.equal(await run(["why", "--help"], h.io), 0);
+    assert.match(h.out.join(""), /Exit code: 0 the object can be deleted now; 1 a delete would be refused/);
+    const bad = capture();
+    assert.equal(await run(["graph", "-o", "svg"], bad.io), 2);
+    assert.equal(
+      bad.err.join(""),
+      'error: -o svg: the output format is one of mermaid, dot, json\nRun "kubectl dependencies graph --help" for usage.\n',
+    );
+  });
+
+  it("an unreadable kubeconfig is an error line, not a stack trace", async () => {
+    const c = capture();
+    assert.equal(await run(["check", "--kubeconfig=/nonexistent/kubeconfig"], c.io), 2);
+    assert.match(c.err.join(""), /^error: cannot load kubeconfig \/nonexistent\/kubeconfig: ENOENT/);
+    assert.doesNotMatch(c.err.join(""), /^\s+at /m);
+  });
 });
