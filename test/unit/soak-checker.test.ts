@@ -48,7 +48,7 @@ function rec(
     rv,
     recvAt,
     object: {
-      metadata: { name, namespace: "default", ...((extra["metadata"] as object) ?? {}) },
+      metadata: { name, namespace: "default", ...((extra["metadata"]) ?? {}) },
       spec: extra["spec"] ?? {},
     },
   };

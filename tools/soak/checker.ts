@@ -28,6 +28,10 @@ export interface CheckResult {
   deletedWithWorkspace: number;
   checkedDeletes: number;
   checkedDenials: number;
+  /** Protected deletes answered while the webhook was down (what I4 judged). */
+  checkedWhileDown: number;
+  /** Per rule, the share of the run it was Ready (I1 only holds a Ready rule to its word). */
+  readyShare: Record<string, number>;
 }
 
 interface RuleEdge {
@@ -167,7 +171,15 @@ function causes(op: OpRecord, rec: WatchRecord): boolean {
 export function check(h: History): CheckResult {
   const idx = new Index(h);
   const W = h.windowMs;
-  const out: CheckResult = { violations: [], races: [], deletedWithWorkspace: 0, checkedDeletes: 0, checkedDenials: 0 };
+  const out: CheckResult = {
+    violations: [],
+    races: [],
+    deletedWithWorkspace: 0,
+    checkedDeletes: 0,
+    checkedDenials: 0,
+    checkedWhileDown: 0,
+    readyShare: readyShare(h, idx),
+  };
   const ws = (c: string): string => h.workspaces[c] ?? c;
   const opsByCluster = new Map<string, OpRecord[]>();
   for (const op of h.ops) {
@@ -364,6 +376,7 @@ function checkFailClosed(h: History, idx: Index, out: CheckResult): void {
       // A DELETECOLLECTION of an empty collection succeeds without any admission call: not judged here.
       if (op.kind !== "delete" && op.kind !== "delete-dry-run" && op.kind !== "probe") continue;
       if (op.sentAt < f.startAt || op.answeredAt > f.endAt || !protectedResources.has(op.resource)) continue;
+      if (op.status !== 404) out.checkedWhileDown++;
       if (op.status >= 200 && op.status < 300) {
         out.violations.push({
           invariant: "I4",
@@ -375,6 +388,22 @@ function checkFailClosed(h: History, idx: Index, out: CheckResult): void {
       }
     }
   }
+}
+
+function readyShare(h: History, idx: Index): Record<string, number> {
+  const out: Record<string, number> = {};
+  const end = h.endedAt || (h.watches.at(-1)?.recvAt ?? h.startedAt);
+  for (const [key, versions] of idx.rules) {
+    let ready = 0;
+    versions.forEach((v, i) => {
+      const from = Math.max(v.recvAt, h.startedAt);
+      const to = Math.min(versions[i + 1]?.recvAt ?? end, end);
+      if (v.ready && !v.deleted && to > from) ready += to - from;
+    });
+    const [cluster = "", , , name = ""] = key.split("|");
+    out[`${h.workspaces[cluster] ?? cluster}/${name}`] = end > h.startedAt ? ready / (end - h.startedAt) : 0;
+  }
+  return out;
 }
 
 const iso = (t: number): string => (Number.isFinite(t) ? new Date(t).toISOString().slice(11, 23) : String(t));

@@ -29,8 +29,16 @@ export class Recorder {
   }
 
   private async list(c: Collection): Promise<string> {
-    const res = await getJson(c.conn, `/clusters/${c.cluster}${c.path}`);
-    if (res.status !== 200) throw new Error(`LIST ${c.cluster}${c.path} on ${c.shard}: ${res.status}`);
+    // A shard answers 429 for a while after a binding, until it serves the bound resource: retry for a minute.
+    let res = await getJson(c.conn, `/clusters/${c.cluster}${c.path}`);
+    for (let i = 0; i < 120 && res.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      res = await getJson(c.conn, `/clusters/${c.cluster}${c.path}`);
+    }
+    if (res.status !== 200)
+      throw new Error(
+        `LIST ${c.cluster}${c.path} on ${c.shard}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`,
+      );
     const list = res.body as { metadata: { resourceVersion: string }; items: Record<string, unknown>[] };
     const now = Date.now();
     for (const item of list.items) this.record(c, "INITIAL", item, now);

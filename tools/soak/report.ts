@@ -3,9 +3,12 @@
 import type { CheckResult, Invariant } from "./checker.ts";
 import type { History, OpRecord } from "./history.ts";
 
-export function outcome(op: OpRecord): "allowed" | "denied" | "not found" | "errored" {
+const DELETES = new Set(["delete", "delete-dry-run", "delete-collection", "probe", "window-probe"]);
+
+/** A delete's 409 is the webhook's denial; any other request's 409 is a conflict (the object exists already). */
+export function outcome(op: OpRecord): "allowed" | "denied" | "conflict" | "not found" | "errored" {
   if (op.status >= 200 && op.status < 300) return "allowed";
-  if (op.status === 409) return "denied";
+  if (op.status === 409) return DELETES.has(op.kind) ? "denied" : "conflict";
   if (op.status === 404) return "not found";
   return "errored";
 }
@@ -29,12 +32,14 @@ export function summary(h: History, r: CheckResult): string {
     row[o] = (row[o] ?? 0) + 1;
     byKind.set(op.kind, row);
   }
-  lines.push("operations (allowed/ok, denied 409, not found 404, errored):");
+  lines.push(
+    "operations (ok: 2xx; denied: a delete refused with 409; conflict: 409 on anything else; errored: 5xx, 403, no answer):",
+  );
   for (const [kind, row] of [...byKind].sort()) {
     const total = Object.values(row).reduce((a, b) => a + b, 0);
     lines.push(
       `  ${kind.padEnd(18)} ${String(total).padStart(6)}  ok ${row["allowed"] ?? 0}, denied ${row["denied"] ?? 0}, ` +
-        `not found ${row["not found"] ?? 0}, errored ${row["errored"] ?? 0}`,
+        `conflict ${row["conflict"] ?? 0}, not found ${row["not found"] ?? 0}, errored ${row["errored"] ?? 0}`,
     );
   }
   const faults = new Map<string, number>();
@@ -48,7 +53,12 @@ export function summary(h: History, r: CheckResult): string {
   );
   lines.push(
     `checked: ${r.checkedDeletes} dependency deletes (${r.deletedWithWorkspace} more went with their workspace), ` +
-      `${r.checkedDenials} denials; watch events ${h.watches.length}, watch gaps ${h.gaps.length}`,
+      `${r.checkedDenials} denials, ${r.checkedWhileDown} protected deletes while the webhook was down; watch events ${h.watches.length}, watch gaps ${h.gaps.length}`,
+  );
+  lines.push(
+    `rules Ready: ${Object.entries(r.readyShare)
+      .map(([rule, share]) => `${rule} ${Math.round(share * 100)}% of the run`)
+      .join(", ")}`,
   );
   for (const inv of ["I1", "I2", "I3", "I4"] as Invariant[]) {
     const v = r.violations.filter((x) => x.invariant === inv);

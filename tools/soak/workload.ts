@@ -199,7 +199,7 @@ async function step(worker: string, o: WorkloadOptions, c: Consumer, ns: string)
         contentType: "application/merge-patch+json",
       },
     );
-  } else if (p < 0.965 && DELETABLE_NAMESPACES.includes(ns)) {
+  } else if (p < 0.955 && DELETABLE_NAMESPACES.includes(ns)) {
     answer = await log.send(
       conn,
       { ...base, kind: "delete-namespace", resource: "namespaces", namespace: "", name: ns },
