@@ -19,6 +19,8 @@ export interface WhyCommand {
   resource: string;
   objectName: string;
   namespace?: string;
+  /** Provider workspaces whose rules to name next to the blockers (for those who may read them). */
+  ruleWorkspaces: string[];
   connection: Connection;
 }
 
@@ -59,7 +61,7 @@ const BOOL_FLAGS: Record<string, string> = { "--objects": "objects", "-h": "help
 
 /** Which flags each subcommand accepts besides the connection flags and --help. */
 const ALLOWED: Record<Topic, readonly string[]> = {
-  why: ["namespace"],
+  why: ["namespace", "rule-workspace"],
   graph: ["output", "objects", "rule-workspace"],
   check: ["rule-workspace"],
 };
@@ -166,6 +168,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
           resource: target.resource,
           objectName: target.name,
           ...(namespace ? { namespace } : {}),
+          ruleWorkspaces,
           connection,
         },
       };
@@ -218,7 +221,9 @@ Exit code: 0 the object can be deleted now; 1 a delete would be refused; 2 the q
 (no such object or type, no permission, kcp not reachable, bad arguments).
 
 Flags:
-  -n, --namespace <ns>   namespace of the object (default: the context's namespace, else "default")
+  -n, --namespace <ns>       namespace of the object (default: the context's namespace, else "default")
+  --rule-workspace <path>    also name the DependencyRule behind each blocker, read from this provider workspace
+                             (repeatable; only if you may read its rules: consumers usually may not)
 
 ${CONNECTION_HELP}
 

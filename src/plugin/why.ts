@@ -2,9 +2,10 @@
 // would go through now. The webhook decides a dry run exactly like a real delete and changes nothing.
 import { SKIP_PROTECTION_ANNOTATION } from "../api/types.ts";
 import type { WhyCommand } from "./args.ts";
+import type { RuleInWorkspace } from "./graph.ts";
 import { parseRefusal, type Blocker, type Refusal } from "./causes.ts";
 import { collectionPath, matchResource, type ApiResource } from "./discovery.ts";
-import { PluginError, discover, explain, openSession, rawRequest } from "./source.ts";
+import { PluginError, discover, explain, openSession, rawRequest, readRules } from "./source.ts";
 import { renderTable } from "./table.ts";
 
 export interface WhyTarget {
@@ -22,8 +23,27 @@ export interface WhyResult {
 const where = (t: WhyTarget): string => `${t.workspace}${t.namespace ? `, namespace ${t.namespace}` : ""}`;
 const nsFlag = (ns: string | undefined): string => (ns ? ` -n ${ns}` : "");
 
+/**
+ * The rules that make `b` a blocker of the target: dependent kind as named, a dependency on the target's
+ * group/resource at the field the webhook reported (any field when it reported none). `<workspace>:<name>`, sorted.
+ */
+export function rulesBehind(b: Blocker, t: WhyTarget, rules: readonly RuleInWorkspace[]): string[] {
+  const out = new Set<string>();
+  for (const { workspace, rule } of rules) {
+    if (rule.dependent?.kind !== b.kind) continue;
+    const hit = rule.dependencies.some(
+      (d) =>
+        d.target.group === t.resource.group &&
+        d.target.resource === t.resource.name &&
+        (b.field === undefined || d.fieldPath.source === b.field),
+    );
+    if (hit) out.add(`${workspace}:${rule.key.name}`);
+  }
+  return [...out].sort();
+}
+
 /** The report for a refused dry-run DELETE: who refused, every blocker, and what to do next. */
-export function refusalReport(t: WhyTarget, r: Refusal): string {
+export function refusalReport(t: WhyTarget, r: Refusal, rules?: readonly RuleInWorkspace[]): string {
   const subject = `${t.resource.name}/${t.name}`;
   const lines = [`${subject} (${where(t)}): a delete would be REFUSED now.`];
   lines.push(`refused by: ${r.webhook ? `admission webhook "${r.webhook}"` : "kcp"} (${r.code} ${r.reason})`);
@@ -50,8 +70,15 @@ export function refusalReport(t: WhyTarget, r: Refusal): string {
       ? "from the webhook's status.details.causes"
       : "parsed from the refusal message: the webhook sent no status.details.causes, so at most ten are named and the fields are unknown";
   lines.push(`still referenced by ${count} object${r.blockers.length === 1 ? "" : "s"} (${source}):`, "");
-  const rows = r.blockers.map((b) => [b.kind, b.namespace ?? t.namespace ?? "", b.name, b.field ?? "?"]);
-  lines.push(renderTable(["kind", "namespace", "name", "field"], rows).trimEnd());
+  const rows = r.blockers.map((b) => [
+    b.kind,
+    b.namespace ?? t.namespace ?? "",
+    b.name,
+    b.field ?? "?",
+    ...(rules ? [rulesBehind(b, t, rules).join(",") || "(none readable)"] : []),
+  ]);
+  const headers = ["kind", "namespace", "name", "field", ...(rules ? ["rule"] : [])];
+  lines.push(renderTable(headers, rows).trimEnd());
   if (!r.complete) lines.push("", "(the webhook found more than it listed; delete these and ask again)");
   lines.push(
     "",
@@ -83,7 +110,7 @@ function groupByKindAndNamespace(
 }
 
 /** The dry-run answer → exit code and report. Pure. */
-export function whyResult(t: WhyTarget, status: number, body: unknown): WhyResult {
+export function whyResult(t: WhyTarget, status: number, body: unknown, rules?: readonly RuleInWorkspace[]): WhyResult {
   const subject = `${t.resource.name}/${t.name}`;
   if (status >= 200 && status < 300)
     return {
@@ -91,7 +118,7 @@ export function whyResult(t: WhyTarget, status: number, body: unknown): WhyResul
       text: `${subject} (${where(t)}): can be deleted now; no dependency rule refuses it (checked with a dry-run DELETE).\n`,
     };
   const r = parseRefusal(body);
-  if (r.webhook !== undefined) return { exitCode: 1, text: refusalReport(t, r) };
+  if (r.webhook !== undefined) return { exitCode: 1, text: refusalReport(t, r, rules) };
   const msg = r.message || (typeof body === "string" ? body.trim() : "");
   if (status === 404) return { exitCode: 2, text: `${subject} not found in ${where(t)}\n` };
   if (status === 403)
@@ -113,7 +140,8 @@ export async function runWhy(cmd: WhyCommand): Promise<WhyResult> {
   const path = `${collectionPath(resource, namespace)}/${encodeURIComponent(cmd.objectName)}?dryRun=All`;
   try {
     const answer = await rawRequest(s, "DELETE", path);
-    return whyResult(t, answer.status, answer.body);
+    const rules = cmd.ruleWorkspaces.length > 0 ? (await readRules(s, cmd.ruleWorkspaces)).rules : undefined;
+    return whyResult(t, answer.status, answer.body, rules);
   } catch (err) {
     throw explain(err, `ask kcp about ${resource.name}/${cmd.objectName} in ${where(t)}`);
   } finally {

@@ -9,7 +9,14 @@ describe("plugin arguments", () => {
     {
       name: "why with resource/name and -n",
       argv: ["why", "vpc/my-vpc", "-n", "team-a"],
-      want: { name: "why", resource: "vpc", objectName: "my-vpc", namespace: "team-a", connection: {} },
+      want: {
+        name: "why",
+        resource: "vpc",
+        objectName: "my-vpc",
+        namespace: "team-a",
+        ruleWorkspaces: [],
+        connection: {},
+      },
     },
     {
       name: "why with resource and name as two words, --namespace=, connection flags",
@@ -29,8 +36,14 @@ describe("plugin arguments", () => {
         resource: "vpcs.network.test.io",
         objectName: "my-vpc",
         namespace: "x",
+        ruleWorkspaces: [],
         connection: { kubeconfig: "/k", context: "c", workspace: "root:a" },
       },
+    },
+    {
+      name: "why naming the rule workspaces",
+      argv: ["why", "vpc/v", "--rule-workspace", "root:compute"],
+      want: { name: "why", resource: "vpc", objectName: "v", ruleWorkspaces: ["root:compute"], connection: {} },
     },
     {
       name: "graph defaults to mermaid, types",

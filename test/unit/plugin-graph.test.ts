@@ -17,7 +17,7 @@ import {
 import { checkReport, notReadyRules } from "../../src/plugin/inspect.ts";
 import { findReferences, objectGraph, type TypeListing } from "../../src/plugin/references.ts";
 import { renderTable } from "../../src/plugin/table.ts";
-import { whyResult, type WhyTarget } from "../../src/plugin/why.ts";
+import { rulesBehind, whyResult, type WhyTarget } from "../../src/plugin/why.ts";
 
 function rule(
   workspace: string,
@@ -272,6 +272,23 @@ describe("why report", () => {
     assert.match(text, /VirtualMachine\s+default\s+vm-1\s+\.spec\.vpcRef\.name/);
     assert.match(text, /kubectl delete virtualmachine vm-1 -n default/);
     assert.match(text, /kubectl annotate vpcs my-vpc -n default dependencies.opendefense.cloud\/skip-protection=true/);
+  });
+  it("names the rule behind each blocker for whoever may read the rules", () => {
+    const subnetTarget = { ...target, resource: { ...target.resource, name: "subnets", kind: "Subnet" } };
+    assert.deepEqual(
+      rulesBehind({ kind: "VirtualMachine", name: "vm-1", field: ".spec.vpcRef.name" }, target, [vmRule, vpcRule]),
+      ["root:compute:vm-dependencies"],
+    );
+    // Another field, another kind, another target: no rule.
+    assert.deepEqual(rulesBehind({ kind: "VirtualMachine", name: "x", field: ".spec.other" }, target, [vmRule]), []);
+    assert.deepEqual(rulesBehind({ kind: "VPC", name: "x" }, target, [vmRule]), []);
+    assert.deepEqual(rulesBehind({ kind: "VirtualMachine", name: "x" }, subnetTarget, [vmRule]), [
+      "root:compute:vm-dependencies",
+    ]);
+    const text = whyResult(target, 409, refused, [vmRule]).text;
+    assert.match(text, /KIND\s+NAMESPACE\s+NAME\s+FIELD\s+RULE/);
+    assert.match(text, /vm-1\s+\.spec\.vpcRef\.name\s+root:compute:vm-dependencies/);
+    assert.match(whyResult(target, 409, refused, []).text, /vm-1\s+\.spec\.vpcRef\.name\s+\(none readable\)/);
   });
   it("says when it fell back to the message", () => {
     const { details: _d, ...noDetails } = refused;
