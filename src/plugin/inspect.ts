@@ -95,35 +95,29 @@ export function notReadyRules(objects: RuleScan["objects"]): NotReadyRule[] {
 /** The check's report: dangling references and rules that are not Ready, as tables. Pure. */
 export function checkReport(workspace: string, refs: readonly Reference[], notReady: readonly NotReadyRule[]): string {
   const dangling = refs.filter((r) => r.state !== "exists");
-  const parts: string[] = [];
-  if (dangling.length === 0) parts.push(`no dangling references in ${workspace}\n`);
-  else {
-    parts.push(`dangling references in ${workspace} (the dependent names something that does not exist):\n`);
-    parts.push(
-      renderTable(
-        ["namespace", "dependent", "field", "missing", "rule"],
-        dangling.map((r) => [
-          r.from.namespace ?? "",
-          `${r.from.kind}/${r.from.name}`,
-          r.field,
-          `${r.to.resource}/${r.to.name}${r.state === "type-not-served" ? " (type not bound here)" : ""}`,
-          r.rule,
-        ]),
-      ),
-    );
-  }
-  parts.push("");
-  if (notReady.length === 0) parts.push("every DependencyRule read is Ready\n");
-  else {
-    parts.push("DependencyRules that are not Ready:\n");
-    parts.push(
-      renderTable(
-        ["workspace", "rule", "ready", "reason", "message"],
-        notReady.map((r) => [r.workspace, r.name, r.status, r.reason, r.message]),
-      ),
-    );
-  }
-  return parts.join("\n");
+  const danglingPart =
+    dangling.length === 0
+      ? `no dangling references in ${workspace}\n`
+      : `dangling references in ${workspace} (the dependent names something that does not exist):\n\n` +
+        renderTable(
+          ["namespace", "dependent", "field", "missing", "rule"],
+          dangling.map((r) => [
+            r.from.namespace ?? "",
+            `${r.from.kind}/${r.from.name}`,
+            r.field,
+            `${r.to.resource}/${r.to.name}${r.state === "type-not-served" ? " (type not bound here)" : ""}`,
+            r.rule,
+          ]),
+        );
+  const rulesPart =
+    notReady.length === 0
+      ? "every DependencyRule read is Ready\n"
+      : "DependencyRules that are not Ready:\n\n" +
+        renderTable(
+          ["workspace", "rule", "ready", "reason", "message"],
+          notReady.map((r) => [r.workspace, r.name, r.status, r.reason, r.message]),
+        );
+  return `${danglingPart}\n${rulesPart}`;
 }
 
 export async function runCheck(cmd: CheckCommand): Promise<CommandResult> {
