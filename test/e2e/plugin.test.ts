@@ -78,6 +78,11 @@ describe("kubectl dependencies on real kcp", () => {
     for (const n of named) assert.ok(r.stdout.includes(n!), `${n} of the denial message is in the plugin's list`);
     assert.match(r.stdout, new RegExp(`kubectl delete virtualmachine ${VM_NAMES.join(" ")} -n default`));
 
+    // Whoever may read the provider's rules also sees which rule each blocker comes from.
+    const withRule = await asAdmin(PATHS.consumer1, "why", "vpc/big-vpc", "--rule-workspace", PATHS.compute);
+    assert.equal(withRule.code, 1, withRule.stderr);
+    assert.match(withRule.stdout, /vm-12\s+\.spec\.vpcRef\.name\s+root:compute-provider:vm-dependencies/);
+
     // The same through kubectl itself, which finds the plugin on PATH.
     const bin = path.join(e2e.kcp.rootDir, "plugin-bin");
     const wrapper = path.join(bin, "kubectl-dependencies");
