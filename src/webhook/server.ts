@@ -268,14 +268,16 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
         return refuse(req, res, 401, `${verdict.message}: only kcp may call this webhook`);
       }
     }
+    // Answers before the body is read close the connection, so an unread body is never parsed as the next request.
     const r = route(req.url ?? "/");
-    if (!r.ok) return sendStatus(res, r.code, r.message);
+    if (!r.ok) return refuse(req, res, r.code, r.message);
     const ruleHandler = opts.ruleHandler;
-    if (r.rules && !ruleHandler) return sendStatus(res, 404, `no handler for ${RULES_PATH}: rule checks are off`);
-    if (req.method !== "POST") return sendStatus(res, 405, `method ${req.method} not allowed: POST an AdmissionReview`);
+    if (r.rules && !ruleHandler) return refuse(req, res, 404, `no handler for ${RULES_PATH}: rule checks are off`);
+    if (req.method !== "POST")
+      return refuse(req, res, 405, `method ${req.method} not allowed: POST an AdmissionReview`);
     const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
     if (type !== "application/json") {
-      return sendStatus(res, 415, `content type ${JSON.stringify(type ?? "")} not supported: want application/json`);
+      return refuse(req, res, 415, `content type ${JSON.stringify(type ?? "")} not supported: want application/json`);
     }
     if (reviews >= maxReviews) {
       refused("too-many-reviews");
@@ -356,7 +358,9 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   server.on("drop", () => refused("connection-dropped"));
   server.on("tlsClientError", (err) => log.debug({ err: err.message }, "TLS handshake failed"));
   server.on("clientError", (err, socket) => {
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
+    const text = JSON.stringify(statusBody(400, "BadRequest", "malformed HTTP request"));
+    const head = `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}`;
+    if (socket.writable) socket.end(`${head}\r\nconnection: close\r\n\r\n${text}`);
     log.debug({ err: err.message }, "bad HTTP request");
   });
 
