@@ -84,6 +84,8 @@ export class SoakEnv {
   readonly exits: ProcessExit[];
   readonly workspaces: Record<string, string>;
   readonly webhookPorts: number[];
+  /** Consumer workspaces a run deleted: later runs on this env leave them out. */
+  readonly deletedWorkspaces = new Set<string>();
   private allowAll: AllowAllWebhook | undefined;
 
   private constructor(init: {
@@ -180,6 +182,10 @@ export class SoakEnv {
       await kcp.stop();
       throw err;
     }
+  }
+
+  liveConsumers(): Consumer[] {
+    return this.consumers.filter((c) => !this.deletedWorkspaces.has(c.path));
   }
 
   /** Points the proxy at a webhook that allows everything (the weakened build), or back at the replicas. */

@@ -147,7 +147,8 @@ export async function windowProbe(
         `${ws}${collection(KINDS.vpc, WINDOW_NS)}/${vpc}?dryRun=All`,
       );
       if (a.status === 409 && a.message.includes(`VirtualMachine/${vpc}-vm`)) {
-        samples.push({ visibleAfterMs: (o.log.ops.at(-1)?.answeredAt ?? Date.now()) - t0, at: t0 });
+        // The first request sent after this moment saw the VM: its send time bounds the window from above.
+        samples.push({ visibleAfterMs: Math.max(0, (o.log.ops.at(-1)?.sentAt ?? Date.now()) - t0), at: t0 });
         break;
       }
       if (a.status !== 200) break; // a fault (the webhook is down): no sample

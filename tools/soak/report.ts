@@ -47,7 +47,7 @@ export function summary(h: History, r: CheckResult): string {
   lines.push(`faults: ${[...faults].map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`);
   const w = h.window.map((s) => s.visibleAfterMs).sort((a, b) => a - b);
   lines.push(
-    `window: a new dependent named by the webhook's denial after p50 ${quantile(w, 0.5)} ms, p95 ${quantile(w, 0.95)} ms, ` +
+    `window: a new VM named in a denial by a request sent p50 ${quantile(w, 0.5)} ms after its create was answered, p95 ${quantile(w, 0.95)} ms, ` +
       `max ${w.at(-1) ?? NaN} ms (${w.length} samples); the checker allows ${h.windowMs} ms` +
       ((w.at(-1) ?? 0) > h.windowMs ? " — MEASURED MAX EXCEEDS THE ALLOWED WINDOW" : ""),
   );

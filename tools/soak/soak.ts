@@ -64,102 +64,114 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
 
   o.log("recording kcp's history: a watch per collection on the shard that holds it, with the shard admin");
   const recorder = new Recorder(history);
-  const rootShard = shards["root"] as ShardConn;
-  await recorder.watch({
-    shard: "root",
-    conn: rootShard,
-    cluster: "root",
-    path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
-    resource: WORKSPACE_RESOURCE,
-  });
-  for (const provider of [env.topo.clusters.compute, clusterOf(env, SOAK_PROVIDER)]) {
+  const stop = new AbortController();
+  const probeStop = new AbortController();
+  let progress: NodeJS.Timeout | undefined;
+  try {
+    const rootShard = shards["root"] as ShardConn;
     await recorder.watch({
       shard: "root",
       conn: rootShard,
-      cluster: provider,
-      path: "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules",
-      resource: RULE_RESOURCE,
+      cluster: "root",
+      path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
+      resource: WORKSPACE_RESOURCE,
     });
-  }
-  for (const c of env.consumers) {
-    const conn = shards[c.shard] as ShardConn;
-    await recorder.watch({
-      shard: c.shard,
-      conn,
-      cluster: c.cluster,
-      path: "/api/v1/namespaces",
-      resource: "namespaces",
-    });
-    for (const k of Object.values(KINDS)) {
+    for (const provider of [env.topo.clusters.compute, clusterOf(env, SOAK_PROVIDER)]) {
+      await recorder.watch({
+        shard: "root",
+        conn: rootShard,
+        cluster: provider,
+        path: "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules",
+        resource: RULE_RESOURCE,
+      });
+    }
+    const consumers = env.liveConsumers();
+    for (const c of consumers) {
+      const conn = shards[c.shard] as ShardConn;
       await recorder.watch({
         shard: c.shard,
         conn,
         cluster: c.cluster,
-        path: `/apis/${k.apiVersion}/${k.plural}`,
-        resource: k.resource,
+        path: "/api/v1/namespaces",
+        resource: "namespaces",
       });
+      for (const k of Object.values(KINDS)) {
+        await recorder.watch({
+          shard: c.shard,
+          conn,
+          cluster: c.cluster,
+          path: `/apis/${k.apiVersion}/${k.plural}`,
+          resource: k.resource,
+        });
+      }
     }
-  }
 
-  const log = new OpLog();
-  history.ops = log.ops;
-  const stop = new AbortController();
-  const retired = new Set<string>();
-  const wl = (r: Rng): WorkloadOptions => ({
-    conn: front,
-    consumers: env.consumers,
-    vars: env.topo.vars,
-    log,
-    rng: r,
-    signal: stop.signal,
-    retired,
-  });
-  const sentinel = env.consumers.find((c) => c.path === PATHS.consumer1);
-  const windowAt = env.consumers.find((c) => c.path === PATHS.consumer2);
-  if (!sentinel || !windowAt) throw new Error("consumer1 and consumer2 are missing from the soak topology");
-  await setupSentinel(wl(rng.fork()), sentinel);
-  await setupSentinel(wl(rng.fork()), windowAt);
-  if (o.weakened) {
-    o.log("WEAKENED BUILD: the webhook address now answers every review with allowed");
-    await env.weaken(true);
-  }
+    const log = new OpLog();
+    history.ops = log.ops;
+    const retired = new Set<string>();
+    const wl = (r: Rng): WorkloadOptions => ({
+      conn: front,
+      consumers,
+      vars: env.topo.vars,
+      log,
+      rng: r,
+      signal: stop.signal,
+      retired,
+    });
+    const sentinel = consumers.find((c) => c.path === PATHS.consumer1);
+    const windowAt = consumers.find((c) => c.path === PATHS.consumer2);
+    if (!sentinel || !windowAt) throw new Error("consumer1 and consumer2 are missing from the soak topology");
+    await setupSentinel(wl(rng.fork()), sentinel);
+    await setupSentinel(wl(rng.fork()), windowAt);
+    if (o.weakened) {
+      o.log("WEAKENED BUILD: the webhook address now answers every review with allowed");
+      await env.weaken(true);
+    }
 
-  const probeStop = new AbortController();
-  const probes = [
-    sentinelProbe(wl(rng.fork()), sentinel, 2000, probeStop.signal),
-    windowProbe(wl(rng.fork()), windowAt, 10_000, history.window),
-  ];
-  const tasks: Promise<void>[] = [];
-  for (let i = 0; i < o.workers; i++) tasks.push(worker(`w${i}`, wl(rng.fork())));
-  tasks.push(ruleChurner(wl(rng.fork()), o.ruleChurnEveryMs));
-  const doomed = env.consumers.at(-1);
-  if (o.deleteWorkspace && doomed && env.consumers.length > 3) {
-    tasks.push(deleteWorkspaceLater(wl(rng.fork()), doomed, Math.floor(o.durationMs / 2)));
-  }
-  if (o.faults && !o.weakened)
-    tasks.push(injectFaults(env, rng.fork(), o.faultEveryMs, stop.signal, history.faults, o.log));
+    const probes = [
+      sentinelProbe(wl(rng.fork()), sentinel, 2000, probeStop.signal),
+      windowProbe(wl(rng.fork()), windowAt, 10_000, history.window),
+    ];
+    const tasks: Promise<void>[] = [];
+    for (let i = 0; i < o.workers; i++) tasks.push(worker(`w${i}`, wl(rng.fork())));
+    tasks.push(ruleChurner(wl(rng.fork()), o.ruleChurnEveryMs));
+    const doomed = consumers.at(-1);
+    if (o.deleteWorkspace && doomed && consumers.length > 3) {
+      tasks.push(deleteWorkspaceLater(wl(rng.fork()), doomed, Math.floor(o.durationMs / 2)));
+    }
+    if (o.faults && !o.weakened)
+      tasks.push(injectFaults(env, rng.fork(), o.faultEveryMs, stop.signal, history.faults, o.log));
 
-  const progress = setInterval(() => {
-    o.log(
-      `${Math.round((Date.now() - history.startedAt) / 1000)} s: ${log.ops.length} operations, ${history.faults.length} faults, ${history.watches.length} watch events`,
-    );
-  }, 30_000);
-  await sleep(o.durationMs);
-  stop.abort();
-  await Promise.all(tasks);
-  clearInterval(progress);
-  if (o.weakened) await env.weaken(false);
+    progress = setInterval(() => {
+      o.log(
+        `${Math.round((Date.now() - history.startedAt) / 1000)} s: ${log.ops.length} operations, ${history.faults.length} faults, ${history.watches.length} watch events`,
+      );
+    }, 30_000);
+    await sleep(o.durationMs);
+    stop.abort();
+    await Promise.all(tasks);
+    clearInterval(progress);
+    for (const p of retired) env.deletedWorkspaces.add(p);
+    if (o.weakened) await env.weaken(false);
 
-  o.log("draining: waiting for namespace and workspace deletions (up to the bound) and for protection to return");
-  const deadline = Date.now() + o.boundMs;
-  while (Date.now() < deadline) {
-    if (pendingDeletions(history) === 0 && lastProbeDenied(history)) break;
-    await sleep(2000);
+    o.log("draining: waiting for namespace and workspace deletions (up to the bound) and for protection to return");
+    const deadline = Date.now() + o.boundMs;
+    while (Date.now() < deadline) {
+      if (pendingDeletions(history) === 0 && lastProbeDenied(history)) break;
+      await sleep(2000);
+    }
+    probeStop.abort();
+    await Promise.all(probes);
+    await sleep(2000); // the last watch events
+  } finally {
+    // Also on a failure: no loop may outlive the run (the test process would never end).
+    stop.abort();
+    probeStop.abort();
+    clearInterval(progress);
+    await recorder.stop();
+    if (o.weakened) await env.weaken(false);
+    for (const conn of [...Object.values(shards), front]) conn.agent.destroy();
   }
-  probeStop.abort();
-  await Promise.all(probes);
-  await sleep(2000); // the last watch events
-  await recorder.stop();
   history.endedAt = Date.now();
   history.exits = env.exits.slice(exitsBefore);
   return { history, result: check(history) };
