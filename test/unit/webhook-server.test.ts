@@ -680,3 +680,44 @@ async function waitUntil(cond: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !cond(); i++) await delay(10);
   assert.ok(cond(), "condition reached");
 }
+
+describe("webhook HTTPS server: client CA reload", () => {
+  it("trusts a new client CA written to the file, and no longer the old one, without a restart", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "webhook-ca-reload-"));
+    const pair = makeCert(dir, "serving");
+    writeFileSync(join(dir, "tls.crt"), pair.cert);
+    writeFileSync(join(dir, "tls.key"), pair.key);
+    const oldCA = makeClientCA(join(dir, "old"));
+    const newCA = makeClientCA(join(dir, "new"));
+    const fromOld = issueClientCert(oldCA, "kcp", { cn: "kcp" });
+    const fromNew = issueClientCert(newCA, "kcp", { cn: "kcp" });
+    const caFile = join(dir, "client-ca.crt");
+    copyFileSync(oldCA.caCert, caFile);
+    const server = await startWebhookServer({
+      host: "127.0.0.1",
+      port: 0,
+      tls: { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key"), clientCAFile: caFile },
+      handler: () => Promise.resolve({ allowed: true, reason: "no-dependents" }),
+      logger: silentLogger(),
+      metrics: createWebhookMetrics(new Registry()),
+      requireClientCert: true,
+      certPollMs: 60_000,
+    });
+    const call = (c: ClientCert) =>
+      request(server.port, { ca: [pair.cert], cert: readFileSync(c.cert, "utf8"), key: readFileSync(c.key, "utf8") });
+    try {
+      assert.equal((await call(fromOld)).status, 200);
+      assert.equal((await call(fromNew)).status, 401);
+      writeFileSync(caFile, "not a certificate");
+      assert.equal(server.reloadCertificate(), false, "a broken bundle is refused");
+      assert.equal((await call(fromOld)).status, 200, "and the old one kept");
+      copyFileSync(newCA.caCert, caFile);
+      assert.equal(server.reloadCertificate(), true);
+      assert.equal((await call(fromNew)).status, 200);
+      assert.equal((await call(fromOld)).status, 401);
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -43,7 +43,9 @@ export interface StartOptions {
   /**
    * The client certificate kcp presents to webhooks at `hosts` (`host:port` as in the webhook URL, or `*`): written
    * into the root directory as a WebhookAdmissionConfiguration kubeconfig for the `apis.kcp.io/ValidatingWebhook`
-   * plugin and passed with --admission-control-config-file (kcp.md V.6 §1).
+   * plugin and passed with --admission-control-config-file (kcp.md V.6 §1). kcp v0.30.0 refuses that flag (it is in
+   * its disallowedFlags: "unknown flag"), so with v0.30.0 this option makes kcp fail to start; see
+   * test/integration/webhook-auth.test.ts and docs/operations.md, "Threat model".
    */
   webhookClientCert?: { certFile: string; keyFile: string; hosts: string[] };
 }
