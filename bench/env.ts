@@ -11,7 +11,7 @@ import { apply, type KObject } from "../tools/kcp/api.ts";
 import { kcpBinDir, startKcp, type Kcp } from "../tools/kcp/harness.ts";
 import { waitFor } from "../tools/kcp/process.ts";
 import { Binaries, IDENTITIES, PATHS, TOKENS, setupTopology, vmRule, type Topology } from "../tools/kcp/topology.ts";
-import { RULES, VMS, VPCS, VWC_PATH, at, tryDelete, vm, vpc } from "../test/e2e/helpers.ts";
+import { RULES, VMS, VPCS, VWC_PATH, at, tryDelete, vm, vpc } from "../tools/kcp/objects.ts";
 import { metricValue, parseMetrics, type Sample } from "./stats.ts";
 
 export const PROBE_NS = "bench-probe";

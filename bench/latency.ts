@@ -10,7 +10,7 @@
 import { parseFieldPath } from "../src/fieldpath/fieldpath.ts";
 import type { Lookup } from "../src/webhook/admission.ts";
 import { DEFAULT_PAGE_SIZE, LiveDependentFinder } from "../src/webhook/lookup.ts";
-import { VPCS, at, tryDelete, vm, vpc } from "../test/e2e/helpers.ts";
+import { VPCS, at, tryDelete, vm, vpc } from "../tools/kcp/objects.ts";
 import {
   cacheWait,
   countItems,
@@ -333,6 +333,7 @@ async function probePageSizes(env: BenchEnv, opts: LatencyOptions): Promise<Page
     namespace: LATENCY_NS,
     name: "nobody-references-this-vpc",
     fieldPaths: [path.path],
+    enforcement: "Deny",
     rules: ["bench"],
   };
   const probe = opts.pageSizes.map((limit) => ({

@@ -5,7 +5,7 @@ import type { KObject } from "../tools/kcp/api.ts";
 import { apply } from "../tools/kcp/api.ts";
 import { waitFor } from "../tools/kcp/process.ts";
 import { PATHS } from "../tools/kcp/topology.ts";
-import { RULES } from "../test/e2e/helpers.ts";
+import { RULES } from "../tools/kcp/objects.ts";
 import { memoryOf, pool, type BenchEnv, type Memory } from "./env.ts";
 import { metricValue, parseMetrics } from "./stats.ts";
 

@@ -4,7 +4,7 @@
 // too. The moment the controller's VWC appears is polled alongside, to split controller time from kcp + webhook time.
 import { apply } from "../tools/kcp/api.ts";
 import { PATHS, vmRule } from "../tools/kcp/topology.ts";
-import { VWC_PATH, tryDelete } from "../test/e2e/helpers.ts";
+import { VWC_PATH, tryDelete } from "../tools/kcp/objects.ts";
 import { PROBE_VPC, setProtection, type BenchEnv } from "./env.ts";
 import { summarize, type Summary } from "./stats.ts";
 

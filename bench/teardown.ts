@@ -1,7 +1,7 @@
 // 2. Namespace teardown: a namespace holding N VPC/VM pairs (every VM references its VPC) is deleted and timed until
 // the namespace is gone, with and without the webhook. Webhook calls and denials during the teardown come from the
 // decisions counter; the decision histogram's sum is the total time the webhook spent deciding.
-import { vm, vpc } from "../test/e2e/helpers.ts";
+import { vm, vpc } from "../tools/kcp/objects.ts";
 import { waitFor } from "../tools/kcp/process.ts";
 import {
   cacheWait,

@@ -5,7 +5,7 @@
 // exception; the valid dependencies of a partly valid rule are still used, so a stale object protects what it can.
 import { parseFieldPath, type FieldPath } from "../fieldpath/fieldpath.ts";
 import { isRecord } from "../util/json.ts";
-import { DEPENDENCY_SCHEMA, DEPENDENT_SCHEMA, MAX_DEPENDENCIES } from "./schema.ts";
+import { DEPENDENCY_SCHEMA, DEPENDENT_SCHEMA, ENFORCEMENTS, MAX_DEPENDENCIES, type Enforcement } from "./schema.ts";
 import {
   CLUSTER_ANNOTATION,
   type GroupResource,
@@ -47,6 +47,8 @@ export interface ParsedRule {
   dependencies: ParsedDependency[];
   /** Length of `spec.dependencies` as written, valid or not (the Dependencies printer column). */
   dependencyCount: number;
+  /** `spec.enforcement`; Deny when absent (the original's manifests have no such field). */
+  enforcement: Enforcement;
   /** Deterministic `field: message` lines; empty for a valid rule. */
   problems: string[];
 }
@@ -132,12 +134,22 @@ export function parseRule(obj: unknown): ParsedRule | undefined {
     ...(generation !== undefined ? { generation } : {}),
     dependencies: [],
     dependencyCount: 0,
+    enforcement: "Deny",
     problems: [],
   };
   const spec = obj["spec"];
   if (!isRecord(spec)) {
     rule.problems.push("spec: Required value");
     return rule;
+  }
+  const enforcement = spec["enforcement"];
+  if (enforcement !== undefined && enforcement !== null) {
+    // An unknown value enforces as Deny: a typo must never switch protection off.
+    if (ENFORCEMENTS.includes(enforcement as Enforcement)) rule.enforcement = enforcement as Enforcement;
+    else
+      rule.problems.push(
+        `spec.enforcement: Unsupported value: ${JSON.stringify(enforcement)}: supported values: "Deny", "Warn"`,
+      );
   }
   const { problems, dependent } = parseDependent(spec);
   rule.problems.push(...problems);

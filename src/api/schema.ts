@@ -19,6 +19,7 @@ export interface JSONSchemaProps {
   maxItems?: number;
   minimum?: number;
   enum?: string[];
+  default?: string;
   format?: "date-time" | "int64";
   "x-kubernetes-list-type"?: "atomic" | "map" | "set";
   "x-kubernetes-list-map-keys"?: string[];
@@ -142,10 +143,22 @@ const statusSchema: JSONSchemaProps = {
   },
 };
 
+/** `Deny` refuses a referenced DELETE; `Warn` lets it through with a warning, to roll a new rule out safely. */
+export const ENFORCEMENTS = ["Deny", "Warn"] as const;
+export type Enforcement = (typeof ENFORCEMENTS)[number];
+
 export const SPEC_SCHEMA: JSONSchemaProps = {
   type: "object",
   required: ["dependencies", "dependent"],
   properties: {
+    enforcement: {
+      type: "string",
+      description:
+        "Deny (the default) refuses deleting a dependency while a dependent references it. Warn allows the delete " +
+        "and returns the refusal as a warning (kubectl prints it), to roll a new rule out without breaking anyone.",
+      enum: [...ENFORCEMENTS],
+      default: "Deny",
+    },
     dependent: dependentSchema,
     dependencies: {
       type: "array",
@@ -183,6 +196,12 @@ export const DEPENDENT_SCHEMA = dependentSchema;
 // A JSONPath cannot count list items, so the controller writes status.dependencyCount for the Dependencies column.
 export const PRINTER_COLUMNS: PrinterColumn[] = [
   { name: "Dependent", type: "string", jsonPath: ".spec.dependent.kind", description: "Kind of the dependent." },
+  {
+    name: "Enforcement",
+    type: "string",
+    jsonPath: ".spec.enforcement",
+    description: "Deny refuses referenced deletes; Warn only warns.",
+  },
   {
     name: "Dependencies",
     type: "integer",

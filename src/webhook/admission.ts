@@ -2,6 +2,7 @@
 // AdmissionRequest fields we read), what a lookup asks and finds, and what goes back (a Decision, built only through
 // the constructors below). The pipeline runs one way: server → review → handler → decision → finder.
 import type { FieldPath } from "../fieldpath/fieldpath.ts";
+import type { Enforcement } from "../api/schema.ts";
 import type { LogicalClusterName } from "../api/types.ts";
 import type { DependentType } from "./registry.ts";
 
@@ -27,6 +28,7 @@ export type DecisionReason =
   | "no-rules"
   | "no-dependents"
   | "referenced"
+  | "warned"
   | "not-synced"
   | "bad-request"
   | "unresolved-rule"
@@ -59,12 +61,27 @@ export type Denial = {
   causes?: Cause[];
   /** For the log only: rule keys, workspaces and kcp error texts the deleter must not be shown. */
   detail?: string;
+  /** The rules whose dependents refused it, for per-rule metrics and logs (never shown to the deleter). */
+  rules?: string[];
 };
 
-export type Decision = { allowed: true; reason: DecisionReason; warnings?: string[] } | Denial;
+export type Decision =
+  | {
+      allowed: true;
+      reason: DecisionReason;
+      warnings?: string[];
+      /** Warn-mode rules that would have refused it (metrics and logs only). */
+      rules?: string[];
+    }
+  | Denial;
 
-export function allow(reason: DecisionReason, warnings?: string[]): Decision {
-  return warnings && warnings.length > 0 ? { allowed: true, reason, warnings } : { allowed: true, reason };
+export function allow(reason: DecisionReason, warnings?: string[], rules?: string[]): Decision {
+  return {
+    allowed: true,
+    reason,
+    ...(warnings && warnings.length > 0 ? { warnings } : {}),
+    ...(rules && rules.length > 0 ? { rules } : {}),
+  };
 }
 
 export function deny(
@@ -72,7 +89,7 @@ export function deny(
   code: number,
   statusReason: StatusReason,
   message: string,
-  extra: Pick<Denial, "blockers" | "causes" | "detail"> = {},
+  extra: Pick<Denial, "blockers" | "causes" | "detail" | "rules"> = {},
 ): Denial {
   return { allowed: false, reason, code, statusReason, message, ...extra };
 }
@@ -106,6 +123,8 @@ export interface Lookup {
   rules: readonly string[];
   /** Set when the dependent type is the target's own type: the target never counts as its own blocker. */
   self?: { namespace?: string; name: string };
+  /** The enforcement of every rule in `rules`: Deny and Warn rules never share a lookup. */
+  enforcement: Enforcement;
 }
 
 /** A dependent that references the target, and where. */

@@ -4,6 +4,7 @@
 //   decide(plan, results)              → allow, or deny with a code, a message and the blockers as causes.
 // Nothing here reads the network, the clock or a logger, so every branch is a table test.
 import type { FieldPath } from "../fieldpath/fieldpath.ts";
+import type { Enforcement } from "../api/schema.ts";
 import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
 import { asRecord, compareStrings, nonEmptyString } from "../util/json.ts";
 import {
@@ -111,7 +112,7 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
   const lookups = new Map<string, Lookup & { fieldPaths: FieldPath[]; rules: string[] }>();
   for (const entry of rules.entries) {
     const d = entry.dependent;
-    const key = `${d.group}/${d.version}/${d.resource}/${d.kind}`;
+    const key = `${d.group}/${d.version}/${d.resource}/${d.kind}/${entry.enforcement}`;
     const existing = lookups.get(key);
     if (existing) {
       for (const p of entry.fieldPaths)
@@ -127,6 +128,7 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
       name,
       fieldPaths: [...entry.fieldPaths],
       rules: [entry.rule],
+      enforcement: entry.enforcement,
       ...(sameType ? { self: { ...(namespace ? { namespace } : {}), name } } : {}),
     });
   }
@@ -171,36 +173,69 @@ export function denyMessage(target: Target, blockers: readonly string[], complet
 }
 
 /** Step two: the lookups' results (same order as plan.lookups) → the decision. */
-export function decide(plan: LookupPlan, results: readonly LookupResult[]): Decision {
-  const { target } = plan;
-  const errors: string[] = [];
-  const failed: string[] = [];
-  const blockers = new Map<string, string>(); // blocker → field
-  let complete = true;
+/** What the lookups of one enforcement found. */
+interface Findings {
+  errors: string[];
+  failed: string[];
+  /** blocker → the field that names the target */
+  blockers: Map<string, string>;
+  complete: boolean;
+  rules: Set<string>;
+}
+
+function collect(plan: LookupPlan, results: readonly LookupResult[], enforcement: Enforcement): Findings {
+  const f: Findings = { errors: [], failed: [], blockers: new Map(), complete: true, rules: new Set() };
   plan.lookups.forEach((lookup, i) => {
+    if (lookup.enforcement !== enforcement) return;
     const result = results[i];
     const d = lookup.dependent;
     const what = `${d.resource}${d.group ? "." + d.group : ""}/${d.version}`;
     if (result === undefined || !result.ok) {
-      failed.push(`${d.resource}${d.group ? "." + d.group : ""}`);
-      errors.push(`rule ${lookup.rules.join(", ")}: listing ${what}: ${result ? result.error : "no result"}`);
-    } else {
-      if (!result.complete) complete = false;
-      for (const dep of result.dependents) {
-        const id = blockerId(d.kind, dep, target);
-        if (!blockers.has(id)) blockers.set(id, dep.field);
-      }
+      f.failed.push(`${d.resource}${d.group ? "." + d.group : ""}`);
+      f.errors.push(`rule ${lookup.rules.join(", ")}: listing ${what}: ${result ? result.error : "no result"}`);
+      return;
+    }
+    if (!result.complete) f.complete = false;
+    if (result.dependents.length > 0) for (const r of lookup.rules) f.rules.add(r);
+    for (const dep of result.dependents) {
+      const id = blockerId(d.kind, dep, plan.target);
+      if (!f.blockers.has(id)) f.blockers.set(id, dep.field);
     }
   });
+  return f;
+}
+
+/**
+ * Step three: the lookups' results (same order as plan.lookups) → the decision. Deny rules refuse; Warn rules only
+ * ever add warnings (a failed Warn lookup too: Warn never refuses).
+ */
+export function decide(plan: LookupPlan, results: readonly LookupResult[]): Decision {
+  const { target } = plan;
+  const denying = collect(plan, results, "Deny");
   // Fail closed: a dependent we could not list might reference the target.
-  if (errors.length > 0) {
-    const message = `cannot check dependents of ${target.resource}/${target.name}: listing ${failed.join(", ")} in this workspace failed, retry later`;
-    return deny("lookup-error", 500, "InternalError", message, { detail: errors.join("; ") });
+  if (denying.errors.length > 0) {
+    const message = `cannot check dependents of ${target.resource}/${target.name}: listing ${denying.failed.join(", ")} in this workspace failed, retry later`;
+    return deny("lookup-error", 500, "InternalError", message, { detail: denying.errors.join("; ") });
   }
-  if (blockers.size === 0) return allow("no-dependents");
-  const sorted = [...blockers.keys()].sort(compareStrings);
-  const causes: Cause[] = sorted
-    .slice(0, MAX_CAUSES)
-    .map((id) => ({ reason: "ReferencedBy", message: id, field: blockers.get(id) ?? "" }));
-  return deny("referenced", 409, "Conflict", denyMessage(target, sorted, complete), { blockers: sorted, causes });
+  if (denying.blockers.size > 0) {
+    const sorted = [...denying.blockers.keys()].sort(compareStrings);
+    const causes: Cause[] = sorted
+      .slice(0, MAX_CAUSES)
+      .map((id) => ({ reason: "ReferencedBy", message: id, field: denying.blockers.get(id) ?? "" }));
+    return deny("referenced", 409, "Conflict", denyMessage(target, sorted, denying.complete), {
+      blockers: sorted,
+      causes,
+      rules: [...denying.rules].sort(compareStrings),
+    });
+  }
+  const warning = collect(plan, results, "Warn");
+  const warnings: string[] = [];
+  if (warning.blockers.size > 0) {
+    const sorted = [...warning.blockers.keys()].sort(compareStrings);
+    warnings.push(`a rule in Warn mode would refuse this: ${denyMessage(target, sorted, warning.complete)}`);
+  }
+  if (warning.errors.length > 0)
+    warnings.push(`a rule in Warn mode could not check ${target.resource}/${target.name}: listing failed`);
+  if (warnings.length === 0) return allow("no-dependents");
+  return allow("warned", warnings, [...warning.rules].sort(compareStrings));
 }

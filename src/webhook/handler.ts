@@ -75,6 +75,11 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
     const outcome = outcomeOf(decision);
     end({ outcome });
     opts.metrics.decisions.inc({ outcome, reason: decision.reason });
+    for (const rule of decision.rules ?? [])
+      opts.metrics.ruleDecisions.inc({
+        rule: opts.metrics.ruleLabel(rule),
+        outcome: decision.allowed ? "warned" : "denied",
+      });
     logDecision(opts.logger, request, provider, decision);
     return decision;
   };
@@ -90,7 +95,7 @@ function logDecision(
   provider: LogicalClusterName | undefined,
   decision: Decision,
 ): void {
-  if (decision.allowed && decision.reason !== "skip-protection") return;
+  if (decision.allowed && decision.reason !== "skip-protection" && decision.reason !== "warned") return;
   const meta = (request.oldObject as { metadata?: { name?: unknown; annotations?: Record<string, unknown> } })
     ?.metadata;
   // Everything from the request is the caller's text: clipped, so a forged review cannot flood or forge the log.
@@ -106,7 +111,9 @@ function logDecision(
     dryRun: request.dryRun === true,
     reason: decision.reason,
   });
-  if (decision.allowed) {
+  if (decision.allowed && decision.reason === "warned") {
+    logger.info({ ...fields, rules: decision.rules, warnings: decision.warnings }, "delete allowed: Warn-mode rule");
+  } else if (decision.allowed) {
     logger.info(fields, "delete allowed: skip-protection annotation set");
   } else if (decision.code === 409) {
     logger.info(

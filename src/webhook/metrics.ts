@@ -5,6 +5,10 @@ export interface WebhookMetrics {
   /** Every HTTP response, by the code it carries (a review's own status code, or the transport's refusal). */
   responses: Counter<"code">;
   decisions: Counter<"outcome" | "reason">;
+  /** Refusals and warnings by rule (`<logical cluster>/<name>`), so a provider sees which rule blocks how often. */
+  ruleDecisions: Counter<"rule" | "outcome">;
+  /** The label value for a rule: its key for the first MAX_RULE_LABELS rules seen, then "other" (bounded series). */
+  ruleLabel(rule: string): string;
   decisionSeconds: Histogram<"outcome">;
   lookupSeconds: Histogram<"result">;
   lookupErrors: Counter;
@@ -14,9 +18,25 @@ export interface WebhookMetrics {
   certificateReloads: Counter<"result">;
 }
 
+/** Rules get their own series up to this many; a replica sees at most as many rules as providers wrote. */
+export const MAX_RULE_LABELS = 500;
+
 export function createWebhookMetrics(registry: Registry): WebhookMetrics {
   const registers = [registry];
+  const labelled = new Set<string>();
   return {
+    ruleDecisions: new Counter({
+      name: "dependency_webhook_rule_decisions_total",
+      help: `Referenced deletes by rule and outcome (denied, warned); rules past the first ${MAX_RULE_LABELS} are "other".`,
+      labelNames: ["rule", "outcome"],
+      registers,
+    }),
+    ruleLabel(rule) {
+      if (labelled.has(rule)) return rule;
+      if (labelled.size >= MAX_RULE_LABELS) return "other";
+      labelled.add(rule);
+      return rule;
+    },
     responses: new Counter({
       name: "dependency_webhook_responses_total",
       help: "HTTP responses by code: 200 allowed, a denial's code (409, 503, ...), or a transport refusal (400, 404, 413, ...).",

@@ -12,6 +12,7 @@
 // resolver keeps the last good answer through later transient failures, so a pending entry is a start-up state.
 import { type FieldPath } from "../fieldpath/fieldpath.ts";
 import { parseRule, referencedPaths, type GroupVersionResource, type ParsedRule } from "../api/rule.ts";
+import type { Enforcement } from "../api/schema.ts";
 import { ruleKeyString, type GroupResource, type LogicalClusterName } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { asRecord, compareStrings } from "../util/json.ts";
@@ -26,6 +27,8 @@ export interface RuleEntry {
   dependent: DependentType;
   /** Every field path of this rule that points at this group/resource (usually one). */
   fieldPaths: readonly FieldPath[];
+  /** Deny, or Warn (a referenced delete is allowed with a warning). */
+  enforcement: Enforcement;
 }
 
 /** A dependency whose provider path has not resolved yet for a transient reason: its group/resource is refused. */
@@ -95,17 +98,12 @@ const providerKey = (provider: string, gr: GroupResource): string => `${provider
 type MutableEntry = RuleEntry & { fieldPaths: FieldPath[] };
 
 /** Adds a rule's field path under `key`; one entry per rule per key, so a rule never causes the same list twice. */
-function addEntry(
-  index: Map<string, MutableEntry[]>,
-  key: string,
-  rule: string,
-  dependent: DependentType,
-  path: FieldPath,
-) {
+function addEntry(index: Map<string, MutableEntry[]>, key: string, rule: ParsedRule, path: FieldPath) {
   const list = index.get(key) ?? [];
-  const same = list.find((e) => e.rule === rule);
+  const ruleKey = ruleKeyString(rule.key);
+  const same = list.find((e) => e.rule === ruleKey);
   if (!same) {
-    list.push({ rule, dependent, fieldPaths: [path] });
+    list.push({ rule: ruleKey, dependent: rule.dependent!, fieldPaths: [path], enforcement: rule.enforcement });
     index.set(key, list);
     return true;
   }
@@ -157,9 +155,8 @@ export function buildRegistry(objects: readonly unknown[], resolutions: PathReso
       const resolution = resolutions.get(dep.path);
       const gr = { group: dep.target.group, resource: dep.target.resource };
       if (resolution?.ok) {
-        if (addEntry(byProvider, providerKey(resolution.cluster, gr), key, rule.dependent!, dep.fieldPath))
-          entryCount++;
-        addEntry(byGroupResource, grKey(gr), key, rule.dependent!, dep.fieldPath);
+        if (addEntry(byProvider, providerKey(resolution.cluster, gr), rule, dep.fieldPath)) entryCount++;
+        addEntry(byGroupResource, grKey(gr), rule, dep.fieldPath);
         ruleKeys.add(key);
       } else if (resolution && !resolution.transient) {
         problems.push({ rule: key, message: `spec.dependencies[${dep.index}] protects nothing: ${resolution.reason}` });

@@ -22,9 +22,12 @@ const fp = (s: string): FieldPath => {
 
 const VM = { group: "compute.example.io", version: "v1", resource: "virtualmachines", kind: "VirtualMachine" };
 const LB = { group: "lb.example.io", version: "v1", resource: "loadbalancers", kind: "LoadBalancer" };
-const vmRule: RuleEntry = { rule: "prov1/vm-needs-vpc", dependent: VM, fieldPaths: [fp(".spec.vpcRef.name")] };
-const vmNicRule: RuleEntry = { rule: "prov2/vm-nics", dependent: VM, fieldPaths: [fp(".spec.nics[*].vpcRef.name")] };
-const lbRule: RuleEntry = { rule: "prov1/lb-needs-vpc", dependent: LB, fieldPaths: [fp(".spec.vpc")] };
+const entry = (rule: string, dependent: RuleEntry["dependent"], path: string, enforcement: "Deny" | "Warn" = "Deny") =>
+  ({ rule, dependent, fieldPaths: [fp(path)], enforcement }) satisfies RuleEntry;
+const vmRule = entry("prov1/vm-needs-vpc", VM, ".spec.vpcRef.name");
+const vmNicRule = entry("prov2/vm-nics", VM, ".spec.nics[*].vpcRef.name");
+const lbRule = entry("prov1/lb-needs-vpc", LB, ".spec.vpc");
+const vmWarnRule = entry("prov3/vm-warn", VM, ".spec.vpcRef.name", "Warn");
 const rules = (...entries: RuleEntry[]): RuleMatch => ({ entries, pending: [] });
 
 function vm(name: string, vpc: string, namespace?: string): unknown {
@@ -74,7 +77,12 @@ function req(o: Del = {}): AdmissionRequest {
   };
 }
 
-const conflict = (message: string, blockers: string[], field = ".spec.vpcRef.name"): Denial => ({
+const conflict = (
+  message: string,
+  blockers: string[],
+  field = ".spec.vpcRef.name",
+  rules = ["prov1/vm-needs-vpc"],
+): Denial => ({
   allowed: false,
   reason: "referenced",
   code: 409,
@@ -82,6 +90,7 @@ const conflict = (message: string, blockers: string[], field = ".spec.vpcRef.nam
   message,
   blockers,
   causes: blockers.map((b) => ({ reason: "ReferencedBy", message: b, field })),
+  rules,
 });
 const badRequest = (message: string): Decision => ({
   allowed: false,
@@ -105,7 +114,7 @@ interface Case {
 }
 
 const VPC = { group: "network.example.io", version: "v1", resource: "vpcs", kind: "VPC" };
-const vpcPeerRule: RuleEntry = { rule: "net1/vpc-peers", dependent: VPC, fieldPaths: [fp(".spec.peerRef.name")] };
+const vpcPeerRule = entry("net1/vpc-peers", VPC, ".spec.peerRef.name");
 const vpc = (name: string, peer: string): unknown => ({
   metadata: { name, namespace: "default" },
   spec: { peerRef: { name: peer } },
@@ -126,7 +135,9 @@ const cases: Case[] = [
     request: req({ namespace: "default" }),
     match: rules(vpcPeerRule),
     ws: { vpcs: [vpc("my-vpc", "my-vpc"), vpc("peer", "my-vpc")] },
-    want: conflict("cannot delete vpcs/my-vpc: still referenced by VPC/peer", ["VPC/peer"], ".spec.peerRef.name"),
+    want: conflict("cannot delete vpcs/my-vpc: still referenced by VPC/peer", ["VPC/peer"], ".spec.peerRef.name", [
+      "net1/vpc-peers",
+    ]),
   },
   {
     name: "CREATE is allowed",
@@ -318,10 +329,12 @@ const cases: Case[] = [
       loadbalancers: [{ metadata: { name: "lb-1" }, spec: { vpc: "my-vpc" } }],
     },
     want: {
-      ...conflict("cannot delete vpcs/my-vpc: still referenced by LoadBalancer/lb-1, VirtualMachine/vm-1", [
-        "LoadBalancer/lb-1",
-        "VirtualMachine/vm-1",
-      ]),
+      ...conflict(
+        "cannot delete vpcs/my-vpc: still referenced by LoadBalancer/lb-1, VirtualMachine/vm-1",
+        ["LoadBalancer/lb-1", "VirtualMachine/vm-1"],
+        "",
+        ["prov1/lb-needs-vpc", "prov1/vm-needs-vpc"],
+      ),
       causes: [
         { reason: "ReferencedBy", message: "LoadBalancer/lb-1", field: ".spec.vpc" },
         { reason: "ReferencedBy", message: "VirtualMachine/vm-1", field: ".spec.vpcRef.name" },
@@ -340,10 +353,12 @@ const cases: Case[] = [
       ],
     },
     want: {
-      ...conflict("cannot delete vpcs/my-vpc: still referenced by VirtualMachine/both, VirtualMachine/nic", [
-        "VirtualMachine/both",
-        "VirtualMachine/nic",
-      ]),
+      ...conflict(
+        "cannot delete vpcs/my-vpc: still referenced by VirtualMachine/both, VirtualMachine/nic",
+        ["VirtualMachine/both", "VirtualMachine/nic"],
+        "",
+        ["prov1/vm-needs-vpc", "prov2/vm-nics"],
+      ),
       // Each cause names the first of the rules' field paths at which the dependent names the target.
       causes: [
         { reason: "ReferencedBy", message: "VirtualMachine/both", field: ".spec.vpcRef.name" },
@@ -383,6 +398,7 @@ describe("planLookups", () => {
           name: "my-vpc",
           fieldPaths: [".spec.vpcRef.name"],
           rules: ["prov1/vm-needs-vpc"],
+          enforcement: "Deny",
         },
       ],
     );
@@ -456,15 +472,47 @@ describe("decide", () => {
       { ok: true, dependents: [{ name: "x", field: ".spec.vpc" }], complete: true },
     ]);
     assert.deepEqual(d, {
-      ...conflict("cannot delete vpcs/my-vpc: still referenced by LoadBalancer/x, VirtualMachine/x", [
-        "LoadBalancer/x",
-        "VirtualMachine/x",
-      ]),
+      ...conflict(
+        "cannot delete vpcs/my-vpc: still referenced by LoadBalancer/x, VirtualMachine/x",
+        ["LoadBalancer/x", "VirtualMachine/x"],
+        "",
+        ["prov1/lb-needs-vpc", "prov1/vm-needs-vpc"],
+      ),
       causes: [
         { reason: "ReferencedBy", message: "LoadBalancer/x", field: ".spec.vpc" },
         { reason: "ReferencedBy", message: "VirtualMachine/x", field: ".spec.vpcRef.name" },
       ],
     });
+  });
+});
+
+describe("Warn enforcement", () => {
+  const ws: Workspace = { virtualmachines: [vm("my-vm", "my-vpc", "default")] };
+
+  it("a Warn rule alone lets a referenced delete through, with the refusal as a warning", () => {
+    const d = run(req({ namespace: "default" }), rules(vmWarnRule), ws);
+    assert.deepEqual(d, {
+      allowed: true,
+      reason: "warned",
+      warnings: [
+        "a rule in Warn mode would refuse this: cannot delete vpcs/my-vpc: still referenced by VirtualMachine/my-vm",
+      ],
+      rules: ["prov3/vm-warn"],
+    });
+  });
+
+  it("a Deny rule on the same type still refuses: Warn never weakens another rule", () => {
+    const d = run(req({ namespace: "default" }), rules(vmWarnRule, vmRule), ws);
+    assert.equal(d.allowed, false);
+    assert.deepEqual(d.allowed ? [] : d.rules, ["prov1/vm-needs-vpc"]);
+  });
+
+  it("a failed Warn lookup warns instead of refusing", () => {
+    const plan = planLookups(req(), rules(vmWarnRule));
+    if (plan.kind !== "lookup") throw new Error("want a lookup plan");
+    const d = decide(plan, [{ ok: false, error: "boom" }]);
+    assert.equal(d.allowed, true);
+    assert.match((d.allowed && d.warnings?.[0]) || "", /Warn mode could not check vpcs\/my-vpc/);
   });
 });
 

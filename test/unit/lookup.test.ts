@@ -20,6 +20,7 @@ const lookup = (o: Partial<Lookup> = {}): Lookup => ({
   name: "my-vpc",
   fieldPaths: [fp(".spec.vpcRef.name")],
   rules: ["r/1"],
+  enforcement: "Deny",
   ...o,
 });
 

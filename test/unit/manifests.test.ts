@@ -74,6 +74,7 @@ describe("generated manifests", () => {
     );
     assert.deepEqual(columns, [
       "Dependent=.spec.dependent.kind",
+      "Enforcement=.spec.enforcement",
       "Dependencies=.status.dependencyCount",
       'Ready=.status.conditions[?(@.type=="Ready")].status',
       "Age=.metadata.creationTimestamp",

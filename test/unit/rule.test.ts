@@ -40,6 +40,7 @@ describe("parseRule", () => {
         },
       ],
       dependencyCount: 1,
+      enforcement: "Deny",
       problems: [],
     });
   });
@@ -183,6 +184,7 @@ describe("one rule model for both binaries (property)", () => {
           dependent,
         ),
         dependencies,
+        enforcement: fc.constantFrom<unknown>("Deny", "Warn", "deny", 3),
       },
       { requiredKeys: [] },
     ),
