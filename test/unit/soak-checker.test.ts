@@ -48,7 +48,7 @@ function rec(
     rv,
     recvAt,
     object: {
-      metadata: { name, namespace: "default", ...((extra["metadata"]) ?? {}) },
+      metadata: { name, namespace: "default", ...(extra["metadata"] ?? {}) },
       spec: extra["spec"] ?? {},
     },
   };
@@ -239,4 +239,37 @@ test("I4 fires on a protected delete that succeeded while the webhook was down",
     r.violations.map((v) => v.invariant),
     ["I4"],
   );
+});
+
+test("I1 holds a rule to its word only while it is Ready and unchanged: not Ready, or changed inside the window, is no violation", () => {
+  const watches = [
+    rec("ADDED", VPCS, "vpc-1", 10, 100),
+    rec("ADDED", VMS, "vm-1", 11, 200, vmRefs("vpc-1")),
+    rec("DELETED", VPCS, "vpc-1", 20, 10_100),
+  ];
+  const notReady = history(watches, [op("delete", VPCS, "vpc-1", 10_000, 200)]);
+  notReady.watches[0] = {
+    ...rule,
+    object: { ...rule.object, status: { conditions: [{ type: "Ready", status: "False" }] } },
+  };
+  assert.deepEqual(check(notReady).violations, []);
+  const churned = history(watches, [op("delete", VPCS, "vpc-1", 10_000, 200)]);
+  const newPath = structuredClone(rule);
+  (
+    (newPath.object["spec"] as { dependencies: { fieldRef: { path: string } }[] }).dependencies[0] as {
+      fieldRef: { path: string };
+    }
+  ).fieldRef.path = ".spec.other.name";
+  churned.watches.push({ ...newPath, type: "MODIFIED", rv: 15, recvAt: 8000 });
+  assert.deepEqual(check(churned).violations, []);
+});
+
+test("soak flags: a bad duration, range or number is a clear error", async () => {
+  const { parseSoakArgs } = await import("../../tools/soak/run.ts");
+  assert.equal(parseSoakArgs(["--duration=30m", "--seed=7"]).durationMs, 1_800_000);
+  assert.deepEqual(parseSoakArgs(["--fault-every=10s-20s"]).faultEveryMs, [10_000, 20_000]);
+  assert.throws(() => parseSoakArgs(["--duration=soon"]), /--duration: "soon" is not a duration/);
+  assert.throws(() => parseSoakArgs(["--fault-every=30s-10s"]), /lower end is above the upper/);
+  assert.throws(() => parseSoakArgs(["--workers=0"]), /--workers: "0" is not a whole number ≥ 1/);
+  assert.throws(() => parseSoakArgs(["--nope"]), /Unknown option '--nope'/);
 });

@@ -56,7 +56,7 @@ const spec = (o: Record<string, unknown>): Record<string, unknown> =>
 const meta = (o: Record<string, unknown>): Record<string, unknown> =>
   (o["metadata"] as Record<string, unknown> | undefined) ?? {};
 
-function ruleVersion(rec: WatchRecord): RuleVersion {
+function ruleVersion(rec: WatchRecord, workspaces: Record<string, string>): RuleVersion {
   const o = rec.object;
   const s = spec(o);
   const dependent = (s["dependent"] as Record<string, string> | undefined) ?? {};
@@ -69,7 +69,7 @@ function ruleVersion(rec: WatchRecord): RuleVersion {
   const ready =
     readyCond?.["status"] === "True" &&
     (readyCond["observedGeneration"] === undefined || readyCond["observedGeneration"] === generation);
-  const ruleName = `${rec.cluster}/${rec.name}`;
+  const ruleName = `${workspaces[rec.cluster] ?? rec.cluster}/${rec.name}`;
   const edges = deps.map((d) => ({
     rule: ruleName,
     dependent: `${dependent["resource"] ?? ""}.${dependent["group"] ?? ""}`,
@@ -104,7 +104,7 @@ class Index {
       if (!k.includes(`|${RULE_RESOURCE}|`)) continue;
       this.rules.set(
         k,
-        v.map((r) => ruleVersion(r)),
+        v.map((r) => ruleVersion(r, h.workspaces)),
       );
     }
   }
