@@ -8,7 +8,7 @@ import { parse, stringify } from "yaml";
 import { VWC_NAME } from "../src/api/types.ts";
 import { ApiError } from "../src/kcp/rest.ts";
 import { apply } from "../tools/kcp/api.ts";
-import { startKcp, type Kcp } from "../tools/kcp/harness.ts";
+import { REPO_ROOT, startKcp, type Kcp } from "../tools/kcp/harness.ts";
 import { waitFor } from "../tools/kcp/process.ts";
 import { Binaries, PATHS, TOKENS, setupTopology, vmRule } from "../tools/kcp/topology.ts";
 
@@ -189,6 +189,7 @@ metadata: {name: other-vm}
 spec: {vpcRef: {name: other-vpc}}
 EOF
 kubectl --context=consumer2 delete vpc other-vpc     # refused: other-vm uses it
+${path.join(REPO_ROOT, ".bin/kubectl-dependencies")} why vpc/other-vpc --context=consumer2   # exit 1: other-vm, at .spec.vpcRef.name
 kubectl --context=consumer2 annotate vpc other-vpc dependencies.opendefense.cloud/skip-protection=true
 kubectl --context=consumer2 delete vpc other-vpc     # allowed: break-glass annotation
 

@@ -142,3 +142,51 @@ test("one provider's typo'd path leaves another provider's deletes decided, and 
   });
   await compute().request("DELETE", `${RULES}/vm-typo-path`);
 });
+
+/** `kubectl <args>` in consumer1, as a tenant runs it. */
+function kubectlConsumer(...args: string[]): { code: number; out: string } {
+  const r = spawnSync(
+    "/usr/bin/kubectl",
+    [
+      `--kubeconfig=${e2e.kcp.adminKubeconfig}`,
+      "--context=base",
+      `--server=${e2e.kcp.baseUrl}/clusters/${PATHS.consumer1}`,
+      ...args,
+    ],
+    { encoding: "utf8" },
+  );
+  return { code: r.status ?? -1, out: `${r.stdout}${r.stderr}` };
+}
+
+test("a Warn rule lets a referenced delete through with kubectl printing the warning; switched to Deny it refuses", async () => {
+  // VMs name this VPC in .spec.subnetRef.name, a path only the Warn rule looks at (the suite's Deny rule does not).
+  const warnRule = (enforcement: string) => {
+    const r = rule("vm-warn", { dependency: { fieldRef: { path: ".spec.subnetRef.name" } } });
+    return { ...r, spec: { ...r.spec, enforcement } };
+  };
+  assert.equal(kubectlApply(warnRule("Warn")).code, 0);
+  await create(consumer1(), vpc("warn-vpc"), vm("warn-vm", { subnet: "warn-vpc" }));
+  await waitFor(
+    "the Warn rule to be in force",
+    async () => {
+      const warned = kubectlConsumer("delete", "vpc", "warn-vpc", "--dry-run=server");
+      return /Warning: a rule in Warn mode would refuse this/.test(warned.out) ? true : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 500 },
+  );
+  const real = kubectlConsumer("delete", "vpc", "warn-vpc");
+  assert.equal(real.code, 0, real.out);
+  assert.match(
+    real.out,
+    /Warning: a rule in Warn mode would refuse this: cannot delete vpcs\/warn-vpc: still referenced by VirtualMachine\/warn-vm/,
+  );
+  assert.match(real.out, /vpc.network.test.io "warn-vpc" deleted/);
+
+  assert.equal(kubectlApply(warnRule("Deny")).code, 0);
+  await create(consumer1(), vpc("warn-vpc"));
+  await waitForProtection(consumer1(), `${at(VPCS)}/warn-vpc`, true);
+  const refused = kubectlConsumer("delete", "vpc", "warn-vpc");
+  assert.notEqual(refused.code, 0, refused.out);
+  assert.match(refused.out, /still referenced by VirtualMachine\/warn-vm/);
+  await compute().request("DELETE", `${RULES}/vm-warn`);
+});
