@@ -6,7 +6,7 @@
 // HTTP error and a JSON Status. Nothing here throws out of a request.
 import https from "node:https";
 import type http from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Logger } from "pino";
 import type { LogicalClusterName } from "../api/types.ts";
@@ -227,7 +227,12 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     res.setHeader("connection", "close");
     if (code === 429) res.setHeader("retry-after", "1");
     sendStatus(res, code, message);
-    req.resume();
+    // An oversize upload is cut off once the answer is out: decrypting and discarding megabytes a flood sends would
+    // cost the CPU that genuine reviews need. Anything else is drained, so the caller reads the answer.
+    // Taken now: req and res let go of the socket once the answer is out (and it may be gone already).
+    const socket = (res.socket ?? req.socket) as Socket | null;
+    if (code === 413) res.once("finish", () => socket?.destroy());
+    else req.resume();
   };
 
   let buffered = 0;
@@ -357,9 +362,13 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   server.maxConnections = 2 * maxConnections;
   server.on("drop", () => refused("connection-dropped"));
   server.on("tlsClientError", (err) => log.debug({ err: err.message }, "TLS handshake failed"));
-  server.on("clientError", (err, socket) => {
-    const text = JSON.stringify(statusBody(400, "BadRequest", "malformed HTTP request"));
-    const head = `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}`;
+  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
+    const timeout = err.code === "ERR_HTTP_REQUEST_TIMEOUT";
+    const [code, reason, message] = timeout
+      ? [408, "Timeout", "request not received in time"]
+      : [400, "BadRequest", "malformed HTTP request"];
+    const text = JSON.stringify(statusBody(code, reason, message));
+    const head = `HTTP/1.1 ${code} ${timeout ? "Request Timeout" : "Bad Request"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}`;
     if (socket.writable) socket.end(`${head}\r\nconnection: close\r\n\r\n${text}`);
     log.debug({ err: err.message }, "bad HTTP request");
   });
