@@ -55,6 +55,12 @@ export function summary(h: History, r: CheckResult): string {
     `checked: ${r.checkedDeletes} dependency deletes (${r.deletedWithWorkspace} more went with their workspace), ` +
       `${r.checkedDenials} denials, ${r.checkedWhileDown} protected deletes while the webhook was down; watch events ${h.watches.length}, watch gaps ${h.gaps.length}`,
   );
+  const toReady = ruleChangeToReady(h).sort((a, b) => a - b);
+  lines.push(
+    `rule changes: ${toReady.length} applied; Ready again (status for the new generation) after p50 ` +
+      `${quantile(toReady, 0.5)} ms, max ${toReady.at(-1) ?? NaN} ms` +
+      (toReady.some((t) => !Number.isFinite(t)) ? " (some never within the run)" : ""),
+  );
   lines.push(
     `rules Ready: ${Object.entries(r.readyShare)
       .map(([rule, share]) => `${rule} ${Math.round(share * 100)}% of the run`)
@@ -70,4 +76,24 @@ export function summary(h: History, r: CheckResult): string {
   for (const g of h.gaps.slice(0, 10)) lines.push(`watch gap on ${g.shard}: ${g.what}`);
   lines.push(headline(h, r));
   return lines.join("\n");
+}
+
+/** ms from each applied rule change to the first watch event showing the rule Ready for its new generation. */
+function ruleChangeToReady(h: History): number[] {
+  const out: number[] = [];
+  for (const op of h.ops) {
+    if (op.kind !== "rule-churn" || op.status < 200 || op.status >= 300 || op.name.endsWith(":delete")) continue;
+    const after = h.watches.filter(
+      (w) => w.name === op.name.split(":")[0] && w.recvAt >= op.sentAt && w.resource.startsWith("dependencyrules."),
+    );
+    if (after.length === 0) continue; // the apply changed nothing (same shape as before)
+    const ready = after.find((w) => {
+      const gen = (w.object["metadata"] as { generation?: number } | undefined)?.generation;
+      const conds = (w.object["status"] as { conditions?: Record<string, unknown>[] } | undefined)?.conditions ?? [];
+      const c = conds.find((x) => x["type"] === "Ready");
+      return w.type !== "DELETED" && c?.["status"] === "True" && c["observedGeneration"] === gen;
+    });
+    out.push(ready ? ready.recvAt - op.answeredAt : Number.POSITIVE_INFINITY);
+  }
+  return out;
 }

@@ -154,10 +154,12 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
     for (const p of retired) env.deletedWorkspaces.add(p);
     if (o.weakened) await env.weaken(false);
 
-    o.log("draining: waiting for namespace and workspace deletions (up to the bound) and for protection to return");
+    o.log(
+      "draining: waiting (up to the bound) for namespace and workspace deletions, protection, and every rule Ready",
+    );
     const deadline = Date.now() + o.boundMs;
     while (Date.now() < deadline) {
-      if (pendingDeletions(history) === 0 && lastProbeDenied(history)) break;
+      if (pendingDeletions(history) === 0 && lastProbeDenied(history) && rulesSettled(history)) break;
       await sleep(2000);
     }
     probeStop.abort();
@@ -207,4 +209,17 @@ function pendingDeletions(h: History): number {
 function lastProbeDenied(h: History): boolean {
   const probes = h.ops.filter((o) => o.kind === "probe");
   return probes.at(-1)?.status === 409;
+}
+
+/** Every rule's latest state is Ready for its generation (or the rule is gone). */
+function rulesSettled(h: History): boolean {
+  const last = new Map<string, History["watches"][number]>();
+  for (const w of h.watches) if (w.resource === RULE_RESOURCE) last.set(`${w.cluster}/${w.name}`, w);
+  return [...last.values()].every((w) => {
+    if (w.type === "DELETED") return true;
+    const gen = (w.object["metadata"] as { generation?: number } | undefined)?.generation;
+    const conds = (w.object["status"] as { conditions?: Record<string, unknown>[] } | undefined)?.conditions ?? [];
+    const ready = conds.find((c) => c["type"] === "Ready");
+    return ready?.["status"] === "True" && ready["observedGeneration"] === gen;
+  });
 }
