@@ -1,6 +1,6 @@
 // The one typed source of DependencyRule's OpenAPI v3 schema. The kcp manifests (deploy/kcp/) are generated from it
 // and the controller validates observed rules against it, so what kcp refuses and what the controller reports agree.
-// Spec fields, patterns and lengths are the Go original's (original.md §1) so its manifests apply unchanged; the only
+// Spec fields, patterns and lengths are the Go original's so its manifests apply unchanged; the only
 // tightenings are `dependencies` minItems 1 and maxItems, and fieldRef.path is widened to allow `[*]` and `[n]`.
 import { FIELD_PATH_PATTERN } from "../fieldpath/fieldpath.ts";
 import { CONDITION_TYPES } from "./types.ts";

@@ -6,14 +6,8 @@ import { ruleKeyString, type LogicalClusterName } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { compareStrings } from "../util/json.ts";
 import { findCycles } from "./cycles.ts";
-import {
-  desiredConfigurations,
-  keptWorkspaces,
-  planActions,
-  type Action,
-  type ExistingConfiguration,
-  type ValidatingWebhookConfiguration,
-} from "./desired.ts";
+import { keptWorkspaces, planActions, type Action, type ExistingConfiguration } from "./actions.ts";
+import { desiredConfigurations, type ValidatingWebhookConfiguration } from "./desired.ts";
 import { computeStatus, statusChanged, type InstallResult, type RuleStatus } from "./status.ts";
 
 export interface RuleObject {

@@ -8,7 +8,8 @@ import { CLUSTER_ANNOTATION, GROUP, PLURAL, VERSION, type LogicalClusterName } f
 import { fetchExportFacts } from "../kcp/exports.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import type { PassResult } from "../util/workloop.ts";
-import { isOurs, type ExistingConfiguration, type ValidatingWebhookConfiguration } from "./desired.ts";
+import { isOurs, type ExistingConfiguration } from "./actions.ts";
+import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { planStatuses, planWrites, type Observation, type ObservedRule, type RuleObject } from "./plan.ts";
 import { checkReferences } from "./references.ts";

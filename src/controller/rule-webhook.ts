@@ -8,7 +8,8 @@
 // webhook outage would stop every provider from fixing or updating a rule.
 import { GROUP, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, VERSION } from "../api/types.ts";
 import { isApiError } from "../kcp/rest.ts";
-import { differences, isOurs, type ValidatingWebhookConfiguration } from "./desired.ts";
+import { differences, isOurs } from "./actions.ts";
+import type { ValidatingWebhookConfiguration } from "./desired.ts";
 
 export const RULE_VWC_NAME = "dependency-controller-rules";
 export const RULE_WEBHOOK_NAME = "rules.dependencies.opendefense.cloud";

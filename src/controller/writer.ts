@@ -5,7 +5,8 @@
 import type { Logger } from "pino";
 import { MANAGED_BY_LABEL, VWC_NAME, type LogicalClusterName } from "../api/types.ts";
 import { isApiError, type RequestOptions } from "../kcp/rest.ts";
-import { isOurs, type Action, type ValidatingWebhookConfiguration } from "./desired.ts";
+import { isOurs, type Action } from "./actions.ts";
+import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import type { ObservedRule } from "./plan.ts";
 import type { RuleStatus } from "./status.ts";

@@ -184,7 +184,7 @@ describe("dependency webhook on kcp", () => {
 
   it("a raw DELETECOLLECTION deletes exactly the unreferenced VPCs", async () => {
     await apply(consumer1, [vpc("bulk-1"), vpc("bulk-2")]);
-    // kcp-admin may not deletecollection a bound resource; shard-admin may (kcp.md V.2).
+    // kcp-admin may not deletecollection a bound resource; shard-admin may (verified on kcp v0.30.0).
     const admin = env.kcp.shardAdmin.forCluster(PATHS.consumer1);
     const err = await del(admin, vpcs());
     assert.equal(err?.status, 409);

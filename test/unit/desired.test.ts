@@ -2,13 +2,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type LogicalClusterName } from "../../src/api/types.ts";
+import { keptWorkspaces, planActions, type ExistingConfiguration } from "../../src/controller/actions.ts";
 import {
   buildConfiguration,
   desiredConfigurations,
-  keptWorkspaces,
   WORKSPACE_PATHS_ANNOTATION,
-  type ExistingConfiguration,
-  planActions,
   type ValidatingWebhookConfiguration,
 } from "../../src/controller/desired.ts";
 import { parseRule, type ParsedRule } from "../../src/api/rule.ts";

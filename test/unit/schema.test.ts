@@ -1,4 +1,4 @@
-// The schema's validation, with the original's valid and invalid samples (original.md §1), checked through the same
+// The schema's validation, with the original's valid and invalid samples, checked through the same
 // validator the controller applies to rules it reads. The integration test checks that kcp refuses the same input.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -139,7 +139,7 @@ describe("DependencyRule schema", () => {
     });
   }
 
-  // The original's exact strings (original.md §1), written out rather than imported, so a changed constant fails here.
+  // The original's exact strings, written out rather than imported, so a changed constant fails here.
   const DNS = "^[a-z]([-a-z0-9]*[a-z0-9])?(\\.[a-z]([-a-z0-9]*[a-z0-9])?)*$";
   const VERSION = "^v[1-9][0-9]*([a-z]+[1-9][0-9]*)?$";
   const RESOURCE = "^[a-z][a-z0-9]*$";
