@@ -273,3 +273,18 @@ test("soak flags: a bad duration, range or number is a clear error", async () =>
   assert.throws(() => parseSoakArgs(["--workers=0"]), /--workers: "0" is not a whole number ≥ 1/);
   assert.throws(() => parseSoakArgs(["--nope"]), /Unknown option '--nope'/);
 });
+
+test("I1: a Warn rule (spec.enforcement: Warn) lets referenced deletes through and is not held to I1", () => {
+  const h = history(
+    [
+      rec("ADDED", VPCS, "vpc-1", 10, 100),
+      rec("ADDED", VMS, "vm-1", 11, 200, vmRefs("vpc-1")),
+      rec("DELETED", VPCS, "vpc-1", 20, 10_100),
+    ],
+    [op("delete", VPCS, "vpc-1", 10_000, 200)],
+  );
+  const warn = structuredClone(rule);
+  (warn.object["spec"] as Record<string, unknown>)["enforcement"] = "Warn";
+  h.watches[0] = warn;
+  assert.deepEqual(check(h).violations, []);
+});

@@ -70,7 +70,9 @@ function ruleVersion(rec: WatchRecord, workspaces: Record<string, string>): Rule
     readyCond?.["status"] === "True" &&
     (readyCond["observedGeneration"] === undefined || readyCond["observedGeneration"] === generation);
   const ruleName = `${workspaces[rec.cluster] ?? rec.cluster}/${rec.name}`;
-  const edges = deps.map((d) => ({
+  // A Warn rule lets referenced deletes through with a warning: it holds nobody to I1.
+  const enforcing = s["enforcement"] === undefined || s["enforcement"] === "Deny";
+  const edges = (enforcing ? deps : []).map((d) => ({
     rule: ruleName,
     dependent: `${dependent["resource"] ?? ""}.${dependent["group"] ?? ""}`,
     dependentKind: dependent["kind"] ?? "",
