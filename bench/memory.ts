@@ -8,6 +8,7 @@ import { PATHS } from "../tools/kcp/topology.ts";
 import { RULES } from "../tools/kcp/objects.ts";
 import { memoryOf, pool, type BenchEnv, type Memory } from "./env.ts";
 import { metricValue, parseMetrics } from "./stats.ts";
+import { dependencyRule } from "../tools/kcp/rules.ts";
 
 export interface MemorySnapshot {
   label: string;
@@ -44,29 +45,9 @@ export async function snapshot(env: BenchEnv, label: string, settleMs = 3_000): 
 
 /** A distinct rule per index: VMs depend on VPCs through their own field, so every rule is a registry entry. */
 function benchRule(i: number, networkPath: string): KObject {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: `bench-rule-${String(i).padStart(3, "0")}` },
-    spec: {
-      dependent: {
-        apiExportName: "compute.test.io",
-        group: "compute.test.io",
-        version: "v1",
-        kind: "VirtualMachine",
-        resource: "virtualmachines",
-      },
-      dependencies: [
-        {
-          apiExportRef: { path: networkPath, name: "network.test.io" },
-          group: "network.test.io",
-          version: "v1",
-          resource: i % 2 === 0 ? "vpcs" : "subnets",
-          fieldRef: { path: `.spec.benchRef${i}.name` },
-        },
-      ],
-    },
-  };
+  return dependencyRule(`bench-rule-${String(i).padStart(3, "0")}`, [
+    { path: networkPath, resource: i % 2 === 0 ? "vpcs" : "subnets", field: `.spec.benchRef${i}.name` },
+  ]);
 }
 
 /** Loads rules until `total` are registered (the VM rule counts), waits until both binaries have seen them all. */

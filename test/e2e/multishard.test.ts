@@ -5,12 +5,13 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
+import { apply, createWorkspace, waitForBinding } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { startShardedKcp } from "../../tools/kcp/sharded.ts";
 import { ENDPOINT_SLICES_PATH, endpointUrls, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
 import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, vmRule } from "../../tools/kcp/topology.ts";
+import { dependencyRule } from "../../tools/kcp/rules.ts";
 import {
   RULES,
   VPCS,
@@ -87,29 +88,9 @@ test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by t
     return u.length === 2 ? u : undefined;
   });
   assert.equal(new Set(urls.map((u) => new URL(u).port)).size, 2, `one endpoint per shard: ${urls.join(", ")}`);
-  const rule: KObject = {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name: "subnet-dependencies" },
-    spec: {
-      dependent: {
-        apiExportName: "network.test.io",
-        group: "network.test.io",
-        version: "v1",
-        kind: "Subnet",
-        resource: "subnets",
-      },
-      dependencies: [
-        {
-          apiExportRef: { path: PATHS.network, name: "network.test.io" },
-          group: "network.test.io",
-          version: "v1",
-          resource: "vpcs",
-          fieldRef: { path: ".spec.vpcRef.name" },
-        },
-      ],
-    },
-  };
+  const rule = dependencyRule("subnet-dependencies", [{ resource: "vpcs", path: PATHS.network }], {
+    dependent: { group: "network.test.io", kind: "Subnet", resource: "subnets" },
+  });
   await apply(e2e.kcp.ws(edge), [rule]);
 
   // The controller reached it through shard-1's virtual-workspace endpoint: it wrote the rule's status there.

@@ -9,6 +9,7 @@ import { test } from "node:test";
 import { stringify } from "yaml";
 import type { KObject } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
+import { dependencyRule } from "../../tools/kcp/rules.ts";
 import { PATHS } from "../../tools/kcp/topology.ts";
 import { RULES, VPCS, assertDenied, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
 
@@ -16,30 +17,15 @@ const e2e = e2eSuite();
 const consumer1 = () => e2e.kcp.ws(PATHS.consumer1);
 const compute = () => e2e.kcp.ws(PATHS.compute);
 
+/** A VM rule in the compute provider; `over` replaces parts of the dependent and of its one dependency. */
 function rule(name: string, over: { dependent?: Record<string, string>; dependency?: Record<string, unknown> } = {}) {
+  const base = dependencyRule(name, [{ resource: "vpcs", path: PATHS.network }]);
+  const spec = base["spec"] as { dependent: Record<string, string>; dependencies: Record<string, unknown>[] };
   return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
+    ...base,
     spec: {
-      dependent: {
-        apiExportName: "compute.test.io",
-        group: "compute.test.io",
-        version: "v1",
-        kind: "VirtualMachine",
-        resource: "virtualmachines",
-        ...over.dependent,
-      },
-      dependencies: [
-        {
-          apiExportRef: { path: PATHS.network, name: "network.test.io" },
-          group: "network.test.io",
-          version: "v1",
-          resource: "vpcs",
-          fieldRef: { path: ".spec.vpcRef.name" },
-          ...over.dependency,
-        },
-      ],
+      dependent: { ...spec.dependent, ...over.dependent },
+      dependencies: [{ ...spec.dependencies[0], ...over.dependency }],
     },
   } satisfies KObject;
 }

@@ -1,34 +1,16 @@
-// DependencyRules for the controller's integration tests: VMs (compute provider) depending on network resources.
+// DependencyRules for the controller's integration tests: the one builder (tools/kcp/rules.ts), applied by a
+// provider admin (so without the kcp.io/cluster annotation kcp adds itself).
 import type { KObject } from "../../tools/kcp/api.ts";
-import { PATHS } from "../../tools/kcp/topology.ts";
+import { dependencyRule, type DependencySpec } from "../../tools/kcp/rules.ts";
 
-export interface Dep {
-  path?: string;
-  group?: string;
-  resource: string;
-  field?: string;
-}
+export type Dep = DependencySpec;
 
 export function rule(
   name: string,
   deps: Dep[],
   dependent = { group: "compute.test.io", kind: "VirtualMachine", resource: "virtualmachines" },
 ): KObject {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name },
-    spec: {
-      dependent: { apiExportName: dependent.group, version: "v1", ...dependent },
-      dependencies: deps.map((d) => ({
-        apiExportRef: { path: d.path ?? PATHS.network, name: d.group ?? "network.test.io" },
-        group: d.group ?? "network.test.io",
-        version: "v1",
-        resource: d.resource,
-        fieldRef: { path: d.field ?? `.spec.${d.resource.replace(/s$/, "")}Ref.name` },
-      })),
-    },
-  };
+  return dependencyRule(name, deps, { dependent });
 }
 
 export interface RuleWithStatus {

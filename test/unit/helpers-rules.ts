@@ -1,5 +1,6 @@
-// Builders of DependencyRule objects as kcp serves them, for the controller's unit tests.
-import { CLUSTER_ANNOTATION } from "../../src/api/types.ts";
+// DependencyRule objects as kcp serves them (with the kcp.io/cluster annotation), for the controller's unit tests:
+// the one builder (tools/kcp/rules.ts) with the unit tests' argument order.
+import { dependencyRule, type DependencySpec } from "../../tools/kcp/rules.ts";
 
 export interface DepSpec {
   path?: string;
@@ -16,25 +17,13 @@ export function ruleObject(
   deps: DepSpec[],
   generation = 1,
 ): Record<string, unknown> {
-  return {
-    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
-    kind: "DependencyRule",
-    metadata: { name, generation, annotations: { [CLUSTER_ANNOTATION]: cluster } },
-    spec: {
-      dependent: {
-        apiExportName: dependent.group ?? "compute.test.io",
-        group: dependent.group ?? "compute.test.io",
-        version: "v1",
-        kind: dependent.kind ?? "VirtualMachine",
-        resource: dependent.resource,
-      },
-      dependencies: deps.map((d) => ({
-        apiExportRef: { path: d.path ?? "root:network-provider", name: d.group ?? "network.test.io" },
-        group: d.group ?? "network.test.io",
-        version: d.version ?? "v1",
-        resource: d.resource,
-        fieldRef: { path: d.fieldPath ?? `.spec.${d.resource}Ref.name` },
-      })),
-    },
-  };
+  const specs: DependencySpec[] = deps.map(({ fieldPath, ...d }) => ({
+    ...d,
+    ...(fieldPath ? { field: fieldPath } : {}),
+  }));
+  return dependencyRule(name, specs, {
+    cluster,
+    generation,
+    dependent: { ...dependent, apiExportName: dependent.group ?? "compute.test.io" },
+  });
 }

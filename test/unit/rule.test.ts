@@ -36,7 +36,7 @@ describe("parseRule", () => {
           path: "root:network-provider",
           exportName: "network.test.io",
           target: { group: "network.test.io", version: "v1", resource: "vpcs" },
-          fieldPath: parsedPath(".spec.vpcsRef.name"),
+          fieldPath: parsedPath(".spec.vpcRef.name"),
         },
       ],
       dependencyCount: 1,
