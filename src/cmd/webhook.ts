@@ -50,6 +50,25 @@ const FLAGS: Flag[] = [
     help: "plain HTTP /healthz, /readyz and /metrics",
   },
   {
+    name: "client-ca-file",
+    env: "CLIENT_CA_FILE",
+    arg: "PATH",
+    help: "require callers to present a certificate from these CAs (PEM; reloaded); others get 401",
+  },
+  {
+    name: "allowed-client-subjects",
+    env: "ALLOWED_CLIENT_SUBJECTS",
+    arg: "LIST",
+    help: "with --client-ca-file: comma-separated CN=<name>, O=<org> or DNS=<name> callers may have",
+  },
+  { name: "tls-min-version", env: "TLS_MIN_VERSION", arg: "1.2|1.3", default: "1.2", help: "lowest TLS version" },
+  {
+    name: "tls-cipher-suites",
+    env: "TLS_CIPHER_SUITES",
+    arg: "LIST",
+    help: "OpenSSL cipher list for TLS 1.2 (default Node's)",
+  },
+  {
     name: "kcp-base-url",
     env: "KCP_BASE_URL",
     arg: "URL",
@@ -81,8 +100,25 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
   }
   const kubeconfig = v["kubeconfig"];
   if (kubeconfig === undefined) throw new UsageError("no kubeconfig: set --kubeconfig or $KUBECONFIG");
+  const clientCAFile = v["client-ca-file"];
+  const subjects = (v["allowed-client-subjects"] ?? "")
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x !== "");
+  if (subjects.length > 0 && !clientCAFile)
+    throw new UsageError("--allowed-client-subjects needs --client-ca-file (whose certificates to check)");
+  for (const subject of subjects)
+    if (!/^(CN|O|DNS)=.+$/.test(subject))
+      throw new UsageError(`--allowed-client-subjects: ${JSON.stringify(subject)} is not CN=..., O=... or DNS=...`);
+  const minVersion = v["tls-min-version"];
+  if (minVersion !== "1.2" && minVersion !== "1.3")
+    throw new UsageError(`--tls-min-version: want 1.2 or 1.3, got ${JSON.stringify(minVersion)}`);
+  const ciphers = v["tls-cipher-suites"];
   return {
     kubeconfig,
+    ...(clientCAFile ? { clientCAFile, allowedClientSubjects: subjects } : {}),
+    minTLSVersion: minVersion === "1.3" ? "TLSv1.3" : "TLSv1.2",
+    ...(ciphers ? { cipherSuites: ciphers } : {}),
     apiExportName: v["api-export-name"]!,
     bindAddress: v["bind-address"]!,
     webhookPort: parse.port(v["webhook-port"]!, "webhook-port"),

@@ -5,6 +5,8 @@ export interface WebhookMetrics {
   /** Every HTTP response, by the code it carries (a review's own status code, or the transport's refusal). */
   responses: Counter<"code">;
   decisions: Counter<"outcome" | "reason">;
+  /** Requests refused before any decision, by reason (too-many-reviews, body-too-large, unauthenticated, ...). */
+  refusals: Counter<"reason">;
   /** Refusals and warnings by rule (`<logical cluster>/<name>`), so a provider sees which rule blocks how often. */
   ruleDecisions: Counter<"rule" | "outcome">;
   /** The label value for a rule: its key for the first MAX_RULE_LABELS rules seen, then "other" (bounded series). */
@@ -25,6 +27,12 @@ export function createWebhookMetrics(registry: Registry): WebhookMetrics {
   const registers = [registry];
   const labelled = new Set<string>();
   return {
+    refusals: new Counter({
+      name: "dependency_webhook_refusals_total",
+      help: "Requests refused before any decision (over a limit, unauthenticated), by reason.",
+      labelNames: ["reason"],
+      registers,
+    }),
     ruleDecisions: new Counter({
       name: "dependency_webhook_rule_decisions_total",
       help: `Referenced deletes by rule and outcome (denied, warned); rules past the first ${MAX_RULE_LABELS} are "other".`,

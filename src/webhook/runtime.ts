@@ -25,6 +25,11 @@ export interface WebhookConfig {
   tls: TlsFiles;
   healthProbeBindAddress: string;
   kcpBaseUrl: string | undefined;
+  /** Caller authentication: only callers with a certificate from these CAs (and, if given, these subjects). */
+  clientCAFile?: string;
+  allowedClientSubjects?: string[];
+  minTLSVersion?: "TLSv1.2" | "TLSv1.3";
+  cipherSuites?: string;
 }
 
 export interface RunningWebhook {
@@ -102,7 +107,12 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     const server = await startWebhookServer({
       host: flags.bindAddress,
       port: flags.webhookPort,
-      tls: flags.tls,
+      tls: { ...flags.tls, ...(flags.clientCAFile ? { clientCAFile: flags.clientCAFile } : {}) },
+      requireClientCert: flags.clientCAFile !== undefined,
+      ...(flags.allowedClientSubjects ? { allowedClientSubjects: flags.allowedClientSubjects } : {}),
+      ...(flags.minTLSVersion ? { minTLSVersion: flags.minTLSVersion } : {}),
+      ...(flags.cipherSuites ? { cipherSuites: flags.cipherSuites } : {}),
+      onRefusal: (reason) => metrics.refusals.inc({ reason }),
       handler,
       ruleHandler,
       logger,

@@ -179,7 +179,7 @@ describe("dependency controller on kcp", () => {
     await waitForProtection(PATHS.network, ["subnets.network.test.io/v1", "vpcs.network.test.io/v1"]);
   });
 
-  it("kubectl get dependencyrules prints Dependent, Dependencies, Ready and Age", async () => {
+  it("kubectl get dependencyrules prints Dependent, Enforcement, Dependencies, Ready and Age", async () => {
     await waitForCondition(compute, "vm-subnets", "Ready", "True");
     const out = execFileSync(
       "/usr/bin/kubectl",
@@ -196,8 +196,15 @@ describe("dependency controller on kcp", () => {
       .trim()
       .split("\n")
       .map((l) => l.trim().split(/\s+/));
-    assert.deepEqual(lines[0], ["NAME", "DEPENDENT", "DEPENDENCIES", "READY", "AGE"]);
-    assert.deepEqual(lines.find((l) => l[0] === "vm-vpcs")?.slice(0, 4), ["vm-vpcs", "VirtualMachine", "1", "True"]);
+    assert.deepEqual(lines[0], ["NAME", "DEPENDENT", "ENFORCEMENT", "DEPENDENCIES", "READY", "AGE"]);
+    // kcp fills in the schema's default: rules written without enforcement (the original's) read Deny.
+    assert.deepEqual(lines.find((l) => l[0] === "vm-vpcs")?.slice(0, 5), [
+      "vm-vpcs",
+      "VirtualMachine",
+      "Deny",
+      "1",
+      "True",
+    ]);
   });
 
   it("deleting one rule leaves the other's entry", async () => {

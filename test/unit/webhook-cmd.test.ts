@@ -22,7 +22,22 @@ describe("parseConfig", () => {
       tls: { certFile: "/etc/webhook-tls/tls.crt", keyFile: "/etc/webhook-tls/tls.key" },
       healthProbeBindAddress: ":8081",
       kcpBaseUrl: undefined,
+      minTLSVersion: "TLSv1.2",
     });
+  });
+
+  it("takes caller authentication: a client CA with allowed subjects, and refuses subjects without a CA", () => {
+    const c = parseConfig(
+      ["--client-ca-file=/ca.pem", "--allowed-client-subjects=CN=kcp, O=kcp-shards", "--tls-min-version=1.3"],
+      env,
+    );
+    assert.ok(c !== "help");
+    assert.equal(c.clientCAFile, "/ca.pem");
+    assert.deepEqual(c.allowedClientSubjects, ["CN=kcp", "O=kcp-shards"]);
+    assert.equal(c.minTLSVersion, "TLSv1.3");
+    assert.throws(() => parseConfig(["--allowed-client-subjects=CN=kcp"], env), /needs --client-ca-file/);
+    assert.throws(() => parseConfig(["--client-ca-file=/ca", "--allowed-client-subjects=kcp"], env), /is not CN=/);
+    assert.throws(() => parseConfig(["--tls-min-version=1.1"], env), /want 1.2 or 1.3/);
   });
 
   it("takes explicit cert files over the cert dir, and --kubeconfig over $KUBECONFIG", () => {
