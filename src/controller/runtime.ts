@@ -78,25 +78,7 @@ export async function startController(
     resyncMs: config.resyncMs,
     ...(clock ? { clock } : {}),
   });
-  const enqueue = (): void => loop.enqueue();
-  const configurations = new Informer<ValidatingWebhookConfiguration>({
-    client: conn.workspaceClient,
-    path: `/clusters/*${VWC_PATH}`,
-    query: { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` },
-    logger: logger.child({ informer: "validatingwebhookconfigurations" }),
-    onChange: enqueue,
-  });
-  const rules = new ExportWatch<RuleObject>({
-    exportWorkspace: conn.workspaceClient,
-    exportName: config.apiExportName,
-    resourcePath: RULES_PATH,
-    logger,
-    onChange: enqueue,
-    onEndpoints: (urls) => configurations.setEndpoints(urls),
-  });
-  const sameEndpoints = (): boolean =>
-    configurations.endpoints().sort().join(" ") === rules.endpoints().sort().join(" ");
-
+  const { rules, configurations, sameEndpoints } = sources(conn, config, logger, () => loop.enqueue());
   let elector: LeaderElector | undefined;
   const reconciler = new Reconciler({
     rules,
@@ -125,41 +107,87 @@ export async function startController(
   );
   rules.start();
 
-  const stopElection = new AbortController();
-  let electing: Promise<void> | undefined;
-  if (config.leaderElect) {
-    elector = new LeaderElector({
-      store: restLeaseStore(conn.workspaceClient, config.leaseNamespace, config.leaseName),
-      name: config.leaseName,
-      namespace: config.leaseNamespace,
-      identity: `${os.hostname()}_${randomBytes(4).toString("hex")}`,
-      logger,
-      onStartedLeading: () => {
-        metrics.leader.set(1);
-        loop.start();
-      },
-      onStoppedLeading: () => {
-        metrics.leader.set(0);
-        void loop.stop();
-      },
-    });
-    electing = elector.run(stopElection.signal);
-  } else {
-    metrics.leader.set(1);
-    loop.start();
-  }
-
+  const election = elect(config, conn, logger, metrics, loop, (e) => (elector = e));
   return {
     healthPort: health.port,
     async stop() {
       logger.info("shutting down");
       await loop.stop();
-      stopElection.abort();
-      await electing;
+      await election.stop();
       rules.stop();
       configurations.stop();
       await health.close();
       conn.base.close();
     },
   };
+}
+
+/** Leader election (or none): only the leader runs passes; every replica keeps its informers warm. */
+function elect(
+  config: ControllerConfig,
+  conn: ReturnType<typeof loadKcpConnection>,
+  logger: Logger,
+  metrics: ReturnType<typeof createMetrics>,
+  loop: WorkLoop,
+  onElector: (elector: LeaderElector) => void,
+): { stop(): Promise<void> } {
+  if (!config.leaderElect) {
+    metrics.leader.set(1);
+    loop.start();
+    return { stop: () => Promise.resolve() };
+  }
+  const abort = new AbortController();
+  const elector = new LeaderElector({
+    store: restLeaseStore(conn.workspaceClient, config.leaseNamespace, config.leaseName),
+    name: config.leaseName,
+    namespace: config.leaseNamespace,
+    identity: `${os.hostname()}_${randomBytes(4).toString("hex")}`,
+    logger,
+    onStartedLeading: () => {
+      metrics.leader.set(1);
+      loop.start();
+    },
+    onStoppedLeading: () => {
+      metrics.leader.set(0);
+      void loop.stop();
+    },
+  });
+  onElector(elector);
+  const running = elector.run(abort.signal);
+  return {
+    async stop() {
+      abort.abort();
+      await running;
+    },
+  };
+}
+
+/**
+ * The rule watch and the webhook-configuration informer. The informer follows the rule watch's endpoints from the
+ * start (not from inside a pass), so a standby's cache is as warm as the leader's.
+ */
+function sources(
+  conn: ReturnType<typeof loadKcpConnection>,
+  config: ControllerConfig,
+  logger: Logger,
+  enqueue: () => void,
+) {
+  const configurations = new Informer<ValidatingWebhookConfiguration>({
+    client: conn.workspaceClient,
+    path: `/clusters/*${VWC_PATH}`,
+    query: { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` },
+    logger: logger.child({ informer: "validatingwebhookconfigurations" }),
+    onChange: enqueue,
+  });
+  const rules = new ExportWatch<RuleObject>({
+    exportWorkspace: conn.workspaceClient,
+    exportName: config.apiExportName,
+    resourcePath: RULES_PATH,
+    logger,
+    onChange: enqueue,
+    onEndpoints: (urls) => configurations.setEndpoints(urls),
+  });
+  const sameEndpoints = (): boolean =>
+    configurations.endpoints().sort().join(" ") === rules.endpoints().sort().join(" ");
+  return { rules, configurations, sameEndpoints };
 }

@@ -3,7 +3,6 @@
 // client-node's generated clients assume one fixed server per config; kcp needs many bases with one identity.
 import https from "node:https";
 import http from "node:http";
-import { setTimeout as delay } from "node:timers/promises";
 
 export interface Credentials {
   ca?: Buffer | string;
@@ -301,20 +300,4 @@ function toApiError(method: string, url: string, status: number, text: string): 
     // not a Status object: keep the raw text
   }
   return new ApiError(method, url, status, reason, message);
-}
-
-/** Retries `fn` with capped exponential backoff while `retry(err)` says so; for idempotent calls only. */
-export async function withRetry<T>(
-  fn: () => Promise<T>,
-  opts: { attempts?: number; baseMs?: number; retry?: (err: unknown) => boolean } = {},
-): Promise<T> {
-  const attempts = opts.attempts ?? 5;
-  for (let i = 1; ; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (i >= attempts || (opts.retry && !opts.retry(err))) throw err;
-      await delay(Math.min(5_000, (opts.baseMs ?? 200) * 2 ** (i - 1)));
-    }
-  }
 }

@@ -54,63 +54,45 @@ const LOGICAL_CLUSTER_RE = /^[a-z0-9]([a-z0-9:-]*[a-z0-9])?$/;
 
 const decided = (decision: Decision): Plan => ({ kind: "decided", decision });
 
-/**
- * Step one. `rules` is the registry's match for this request's provider and group/resource, or "not-synced" while
- * the registry is still loading. Returns a decision when no lookup is needed.
- */
-export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-synced"): Plan {
-  if (request.operation !== "DELETE") return decided(allow("not-delete"));
-  if (rules === "not-synced") return decided(deny("not-synced", 503, "ServiceUnavailable", NOT_SYNCED_MESSAGE));
-
+/** The object a DELETE names, read from the review; a Decision when the review cannot be trusted or skips. */
+function targetOf(request: AdmissionRequest): Target | Decision {
   const old = asRecord(request.oldObject);
-  if (!old) return decided(badRequest("DELETE request has no oldObject: cannot tell which object is being deleted"));
+  if (!old) return badRequest("DELETE request has no oldObject: cannot tell which object is being deleted");
   const meta = asRecord(old["metadata"]) ?? {};
   const annotations = asRecord(meta["annotations"]) ?? {};
-
   // Break-glass: exactly "true"; "false", "True" or "yes" do not skip.
   if (annotations[SKIP_PROTECTION_ANNOTATION] === "true") {
-    return decided(allow("skip-protection", [`deletion protection skipped: ${SKIP_PROTECTION_ANNOTATION}=true`]));
+    return allow("skip-protection", [`deletion protection skipped: ${SKIP_PROTECTION_ANNOTATION}=true`]);
   }
-
   const consumer = annotations[CLUSTER_ANNOTATION];
   if (consumer === undefined || consumer === "") {
-    return decided(
-      badRequest(`oldObject has no ${CLUSTER_ANNOTATION} annotation: cannot tell which workspace it is in`),
-    );
+    return badRequest(`oldObject has no ${CLUSTER_ANNOTATION} annotation: cannot tell which workspace it is in`);
   }
   if (typeof consumer !== "string" || !LOGICAL_CLUSTER_RE.test(consumer)) {
-    return decided(badRequest(`oldObject has an invalid ${CLUSTER_ANNOTATION} annotation ${JSON.stringify(consumer)}`));
+    return badRequest(`oldObject has an invalid ${CLUSTER_ANNOTATION} annotation ${JSON.stringify(consumer)}`);
   }
-
   // DELETECOLLECTION sends an empty request.name per item: the object's own name is the truth.
   const name = nonEmptyString(meta["name"]) ?? nonEmptyString(request.name);
-  if (name === undefined) return decided(badRequest("neither oldObject.metadata.name nor request.name is set"));
+  if (name === undefined) return badRequest("neither oldObject.metadata.name nor request.name is set");
   const objectNs = nonEmptyString(meta["namespace"]);
   const requestNs = nonEmptyString(request.namespace);
   if (objectNs !== undefined && requestNs !== undefined && objectNs !== requestNs) {
-    return decided(badRequest(`request namespace "${requestNs}" differs from oldObject namespace "${objectNs}"`));
+    return badRequest(`request namespace "${requestNs}" differs from oldObject namespace "${objectNs}"`);
   }
   const namespace = objectNs ?? requestNs;
-  const resource = request.resource.resource;
-
-  if (rules.pending.length > 0) {
-    // The deleter may not see other tenants' rules or workspaces: those go to the log only.
-    const detail = rules.pending
-      .map((u) => `rule ${u.rule}: workspace ${JSON.stringify(u.path)}: ${u.reason}`)
-      .join("; ");
-    return decided(deny("unresolved-rule", 503, "ServiceUnavailable", pendingMessage(resource, name), { detail }));
-  }
-  if (rules.entries.length === 0) return decided(allow("no-rules"));
-
-  const target: Target = {
+  return {
     consumer: consumer as LogicalClusterName,
-    resource,
+    resource: request.resource.resource,
     name,
     ...(namespace ? { namespace } : {}),
   };
-  // One list per dependent type, however many rules ask for it.
+}
+
+/** One list per dependent type and enforcement, however many rules ask for it. */
+function lookupsFor(target: Target, group: string, entries: RuleMatch["entries"]): Lookup[] {
+  const { namespace, name } = target;
   const lookups = new Map<string, Lookup & { fieldPaths: FieldPath[]; rules: string[] }>();
-  for (const entry of rules.entries) {
+  for (const entry of entries) {
     const d = entry.dependent;
     const key = `${d.group}/${d.version}/${d.resource}/${d.kind}/${entry.enforcement}`;
     const existing = lookups.get(key);
@@ -120,7 +102,7 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
       if (!existing.rules.includes(entry.rule)) existing.rules.push(entry.rule);
       continue;
     }
-    const sameType = d.group === request.resource.group && d.resource === resource;
+    const sameType = d.group === group && d.resource === target.resource;
     lookups.set(key, {
       consumer: target.consumer,
       dependent: d,
@@ -132,10 +114,31 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
       ...(sameType ? { self: { ...(namespace ? { namespace } : {}), name } } : {}),
     });
   }
+  return [...lookups.values()];
+}
+
+/**
+ * Step one. `rules` is the registry's match for this request's provider and group/resource, or "not-synced" while
+ * the registry is still loading. Returns a decision when no lookup is needed.
+ */
+export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-synced"): Plan {
+  if (request.operation !== "DELETE") return decided(allow("not-delete"));
+  if (rules === "not-synced") return decided(deny("not-synced", 503, "ServiceUnavailable", NOT_SYNCED_MESSAGE));
+  const target = targetOf(request);
+  if ("allowed" in target) return decided(target);
+  if (rules.pending.length > 0) {
+    // The deleter may not see other tenants' rules or workspaces: those go to the log only.
+    const detail = rules.pending
+      .map((u) => `rule ${u.rule}: workspace ${JSON.stringify(u.path)}: ${u.reason}`)
+      .join("; ");
+    const message = pendingMessage(target.resource, target.name);
+    return decided(deny("unresolved-rule", 503, "ServiceUnavailable", message, { detail }));
+  }
+  if (rules.entries.length === 0) return decided(allow("no-rules"));
   return {
     kind: "lookup",
     target,
-    lookups: [...lookups.values()],
+    lookups: lookupsFor(target, request.resource.group, rules.entries),
     limit: request.dryRun ? MAX_CAUSES : MAX_LISTED_BLOCKERS,
   };
 }

@@ -12,7 +12,7 @@ import { startHealthServer } from "../observability/health.ts";
 import { loadKeyPair, type TlsFiles } from "./certs.ts";
 import { createAdmissionHandler } from "./handler.ts";
 import { LiveDependentFinder } from "./lookup.ts";
-import { createWebhookMetrics } from "./metrics.ts";
+import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
 import { createRuleAdmissionHandler } from "./rule-admission.ts";
 import { RULES_PATH, RuleSource } from "./rules.ts";
 import { startWebhookServer } from "./server.ts";
@@ -49,37 +49,14 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
   const conn = loadKcpConnection({ kubeconfig: flags.kubeconfig, requireWorkspace: true });
   const steps: (() => unknown)[] = [() => conn.base.close()];
   try {
-    let urls: string[];
-    try {
-      urls = await checkEndpointSlice(conn.workspaceClient, flags.apiExportName, conn.workspace);
-    } catch (err) {
-      if (isApiError(err)) throw new Error(`cannot read APIExportEndpointSlices in ${conn.workspace}: ${err.message}`);
-      throw err;
-    }
+    const urls = await endpointsOf(conn, flags.apiExportName);
     if (urls.length === 0) logger.warn(NO_ENDPOINTS_HINT);
 
     const metricsRegistry = new Registry();
     collectDefaultMetrics({ register: metricsRegistry });
     const metrics = createWebhookMetrics(metricsRegistry);
     const resolver = new WorkspaceResolver({ base: conn.base });
-    // The source registers its change callback when it builds its watch, right below.
-    let onRulesChanged = (): void => undefined;
-    const rules = new ExportWatch<DependencyRule>({
-      exportWorkspace: conn.workspaceClient,
-      exportName: flags.apiExportName,
-      resourcePath: RULES_PATH,
-      logger: logger.child({ part: "rules" }),
-      onChange: () => onRulesChanged(),
-    });
-    const source = new RuleSource({
-      watch: (onChange) => {
-        onRulesChanged = onChange;
-        return rules;
-      },
-      resolver,
-      logger: logger.child({ part: "registry" }),
-      metrics,
-    });
+    const { rules, source } = ruleSource(conn, flags.apiExportName, resolver, logger, metrics);
     source.start();
     steps.push(() => source.stop());
 
@@ -132,4 +109,42 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     await stopAll(steps);
     throw err;
   }
+}
+
+async function endpointsOf(conn: ReturnType<typeof loadKcpConnection>, exportName: string): Promise<string[]> {
+  try {
+    return await checkEndpointSlice(conn.workspaceClient, exportName, conn.workspace);
+  } catch (err) {
+    if (isApiError(err)) throw new Error(`cannot read APIExportEndpointSlices in ${conn.workspace}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** DependencyRules through the dep-ctrl export's virtual workspace, resolved into the registry on the work loop. */
+function ruleSource(
+  conn: ReturnType<typeof loadKcpConnection>,
+  exportName: string,
+  resolver: WorkspaceResolver,
+  logger: Logger,
+  metrics: WebhookMetrics,
+): { rules: ExportWatch<DependencyRule>; source: RuleSource } {
+  // The source registers its change callback when it builds its watch, right below.
+  let onRulesChanged = (): void => undefined;
+  const rules = new ExportWatch<DependencyRule>({
+    exportWorkspace: conn.workspaceClient,
+    exportName,
+    resourcePath: RULES_PATH,
+    logger: logger.child({ part: "rules" }),
+    onChange: () => onRulesChanged(),
+  });
+  const source = new RuleSource({
+    watch: (onChange) => {
+      onRulesChanged = onChange;
+      return rules;
+    },
+    resolver,
+    logger: logger.child({ part: "registry" }),
+    metrics,
+  });
+  return { rules, source };
 }
