@@ -3,6 +3,7 @@
 // can be deleted without the skip-protection annotation. Cycles are reported, not broken: dropping protection would
 // let any provider switch off another's by writing a counter-rule.
 import { type GroupResource, groupResourceString, type RuleKey, ruleKeyString } from "../api/types.ts";
+import { stronglyConnected } from "../util/graph.ts";
 
 export interface RuleEdges {
   key: RuleKey;
@@ -11,43 +12,6 @@ export interface RuleEdges {
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/** Strongly connected components (Tarjan); returns node → component id. Node order is sorted, so ids are stable. */
-function components(nodes: readonly string[], adj: ReadonlyMap<string, readonly string[]>): Map<string, number> {
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const onStack = new Set<string>();
-  const stack: string[] = [];
-  const comp = new Map<string, number>();
-  let next = 0;
-  let ids = 0;
-  const visit = (v: string): void => {
-    index.set(v, next);
-    low.set(v, next);
-    next++;
-    stack.push(v);
-    onStack.add(v);
-    for (const w of adj.get(v) ?? []) {
-      if (!index.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) {
-        low.set(v, Math.min(low.get(v)!, index.get(w)!));
-      }
-    }
-    if (low.get(v) === index.get(v)) {
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        comp.set(w, ids);
-      } while (w !== v);
-      ids++;
-    }
-  };
-  for (const v of nodes) if (!index.has(v)) visit(v);
-  return comp;
-}
 
 /** Shortest path from `from` to `to` inside one component (BFS over sorted neighbours: deterministic). */
 function shortestPath(
@@ -93,7 +57,7 @@ export function findCycles(rules: readonly RuleEdges[]): Map<string, string> {
   }
   const adj = new Map<string, string[]>();
   for (const [v, ws] of adjSets) adj.set(v, [...ws].sort(cmp));
-  const comp = components([...adj.keys()].sort(cmp), adj);
+  const comp = stronglyConnected([...adj.keys()].sort(cmp), adj);
 
   const result = new Map<string, string>();
   for (const rule of rules) {

@@ -2,6 +2,7 @@
 // marked, and their renderings as Mermaid, Graphviz dot and JSON. Pure: the I/O that gathers rules and objects is in
 // source.ts.
 import type { ParsedRule } from "../api/rule.ts";
+import { stronglyConnected } from "../util/graph.ts";
 
 export interface GraphNode {
   id: string;
@@ -84,53 +85,12 @@ export class GraphBuilder {
 
 /**
  * Marks every edge whose ends lie in one strongly connected component (a self-loop included) and the nodes on
- * them; returns the components that hold such an edge. Iterative Tarjan, so a long chain cannot overflow the stack.
+ * them; returns the components that hold such an edge.
  */
 export function markCycles(nodes: readonly GraphNode[], edges: readonly GraphEdge[]): string[][] {
   const adj = new Map<string, string[]>(nodes.map((n) => [n.id, []]));
   for (const e of edges) adj.get(e.from)?.push(e.to);
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const onStack = new Set<string>();
-  const stack: string[] = [];
-  const comp = new Map<string, number>();
-  let next = 0;
-  let ids = 0;
-  for (const root of adj.keys()) {
-    if (index.has(root)) continue;
-    const work: { v: string; i: number }[] = [{ v: root, i: 0 }];
-    index.set(root, next);
-    low.set(root, next++);
-    stack.push(root);
-    onStack.add(root);
-    while (work.length > 0) {
-      const frame = work.at(-1)!;
-      const out = adj.get(frame.v) ?? [];
-      if (frame.i < out.length) {
-        const w = out[frame.i++]!;
-        if (!index.has(w)) {
-          index.set(w, next);
-          low.set(w, next++);
-          stack.push(w);
-          onStack.add(w);
-          work.push({ v: w, i: 0 });
-        } else if (onStack.has(w)) low.set(frame.v, Math.min(low.get(frame.v)!, index.get(w)!));
-        continue;
-      }
-      work.pop();
-      const parent = work.at(-1);
-      if (parent) low.set(parent.v, Math.min(low.get(parent.v)!, low.get(frame.v)!));
-      if (low.get(frame.v) === index.get(frame.v)) {
-        let w: string;
-        do {
-          w = stack.pop()!;
-          onStack.delete(w);
-          comp.set(w, ids);
-        } while (w !== frame.v);
-        ids++;
-      }
-    }
-  }
+  const comp = stronglyConnected([...adj.keys()], adj);
   const cyclic = new Map<number, Set<string>>();
   for (const e of edges) {
     const c = comp.get(e.from);
