@@ -1,6 +1,6 @@
 // The README's first command: the demo's walkthrough, run as a user runs it (through hack/demo.sh's entry point).
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
@@ -58,6 +58,16 @@ test("without --exit the demo keeps running with kubectl hints until Ctrl-C, the
   assert.match(out, /export KUBECONFIG=\S+demo\.kubeconfig/);
   const rootDir = rootDirOf(out);
   assert.ok(existsSync(rootDir), "kcp is still there while the demo waits");
+  // The hints work as printed: paste them, up to the plugin's line, into a shell.
+  const hints = /\n(export KUBECONFIG=[\s\S]*?kubectl-dependencies why vpc\/other-vpc[^\n]*)\n/.exec(out)?.[1];
+  assert.ok(hints, `the hints name the plugin:\n${out}`);
+  const shell = spawnSync("bash", ["-c", hints], { encoding: "utf8", env: { ...process.env } });
+  assert.equal(
+    shell.status,
+    1,
+    `the plugin says the delete would be refused (exit 1):\n${shell.stdout}${shell.stderr}`,
+  );
+  assert.match(shell.stdout, /other-vm/);
   demo.kill("SIGINT");
   assert.equal(await demo.exited, 0);
   assert.equal(existsSync(rootDir), false, "Ctrl-C cleaned up the kcp directory");
