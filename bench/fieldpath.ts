@@ -14,6 +14,7 @@ import {
   type FieldPath,
 } from "../src/fieldpath/fieldpath.ts";
 import { summarize } from "./stats.ts";
+import { oldReferencedNames } from "../tools/fieldpath-oracle.ts";
 
 const { values } = parseArgs({
   options: {
@@ -43,33 +44,6 @@ function objectList(n: number): unknown {
     metadata: { name: "big" },
     spec: { nics: Array.from({ length: n }, (_, i) => ({ subnetRef: { name: `s${i.toString(36)}` } })) },
   };
-}
-
-/** The implementation this replaced, kept here only to show the difference (Array.includes dedup, spread push). */
-function oldReferencedNames(obj: unknown, path: FieldPath): string[] {
-  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-  let current: unknown[] = [obj];
-  for (const segment of path.segments) {
-    const next: unknown[] = [];
-    for (const value of current) {
-      if (!isObj(value) || !Object.hasOwn(value, segment.field)) continue;
-      let found: unknown[] = [value[segment.field]];
-      for (const selector of segment.selectors) {
-        const selected: unknown[] = [];
-        for (const list of found) {
-          if (!Array.isArray(list)) continue;
-          if (selector.kind === "all") selected.push(...(list as unknown[]));
-          else if (selector.index < list.length) selected.push(list[selector.index]);
-        }
-        found = selected;
-      }
-      next.push(...found);
-    }
-    current = next;
-  }
-  const names: string[] = [];
-  for (const leaf of current) if (typeof leaf === "string" && !names.includes(leaf)) names.push(leaf);
-  return names;
 }
 
 function time(what: string, fn: () => unknown): void {

@@ -2,6 +2,7 @@
 // it to show that the checker catches what it claims (I1 must fire). Only the soak starts it.
 import https from "node:https";
 import { readFileSync } from "node:fs";
+import { listenOnLoopback } from "./proxy.ts";
 
 export class AllowAllWebhook {
   private readonly server: https.Server;
@@ -29,13 +30,8 @@ export class AllowAllWebhook {
     });
   }
 
-  async listen(): Promise<number> {
-    return new Promise((resolve) => {
-      this.server.listen(0, "127.0.0.1", () => {
-        const a = this.server.address();
-        resolve(typeof a === "object" && a ? a.port : 0);
-      });
-    });
+  listen(): Promise<number> {
+    return listenOnLoopback(this.server);
   }
 
   async close(): Promise<void> {

@@ -35,17 +35,25 @@ export class RoundRobinProxy {
     for (const s of this.sockets) s.destroy();
   }
 
-  async listen(): Promise<number> {
-    return new Promise((resolve) => {
-      this.server.listen(0, "127.0.0.1", () => {
-        const a = this.server.address();
-        resolve(typeof a === "object" && a ? a.port : 0);
-      });
-    });
+  listen(): Promise<number> {
+    return listenOnLoopback(this.server);
   }
 
   async close(): Promise<void> {
     this.dropConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** Listens on a free loopback port; resolves to the port. */
+export function listenOnLoopback(server: {
+  listen(port: number, host: string, cb: () => void): unknown;
+  address(): unknown;
+}): Promise<number> {
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => {
+      const a = server.address() as { port?: number } | null;
+      resolve(a?.port ?? 0);
+    });
+  });
 }
