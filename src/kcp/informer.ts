@@ -11,7 +11,39 @@ export interface KubeObject {
   metadata: ObjectMeta;
 }
 
-export interface InformerOptions {
+/**
+ * Where one endpoint's objects are kept. The default keeps them whole (a Map); the dependents index keeps only the
+ * references it decides with, so `values()` yields whatever the store keeps (`R`). A relist fills a fresh store page
+ * by page and swaps it in, so a list is never held whole in memory and no reader sees it half applied.
+ */
+export interface EndpointStore<T, R = T> {
+  set(key: string, obj: T): void;
+  delete(key: string): void;
+  values(): Iterable<R>;
+  readonly size: number;
+}
+
+class MapStore<T> implements EndpointStore<T> {
+  private readonly items = new Map<string, T>();
+  set(key: string, obj: T): void {
+    this.items.set(key, obj);
+  }
+  delete(key: string): void {
+    this.items.delete(key);
+  }
+  values(): Iterable<T> {
+    return this.items.values();
+  }
+  get size(): number {
+    return this.items.size;
+  }
+}
+
+export interface InformerOptions<T = unknown, R = T> {
+  /** A new, empty store for one endpoint (called at every relist); whole objects in a Map when not given. */
+  newStore?: () => EndpointStore<T, R>;
+  /** Objects per list page (the relist's memory peak is one page). */
+  pageSize?: number;
   /** Credentials and connection pool; each endpoint gets `client.withBase(url)`. */
   client: RestClient;
   /** Path below each endpoint, e.g. `/clusters/*\/apis/<group>/<version>/<resource>`. */
@@ -56,19 +88,22 @@ export function objectKey(obj: KubeObject): string {
 
 const EXPIRED = Symbol("expired");
 
-class EndpointStream<T extends KubeObject> {
-  readonly items = new Map<string, T>();
+class EndpointStream<T extends KubeObject, R> {
+  store: EndpointStore<T, R>;
   synced = false;
   private readonly abort = new AbortController();
   private readonly client: RestClient;
-  private readonly opts: InformerOptions;
+  private readonly opts: InformerOptions<T, R>;
+  private readonly newStore: () => EndpointStore<T, R>;
   private readonly log: Logger;
   private readonly url: string;
 
-  constructor(url: string, opts: InformerOptions) {
+  constructor(url: string, opts: InformerOptions<T, R>) {
     this.url = url;
     this.client = opts.client.withBase(url);
     this.opts = opts;
+    this.newStore = opts.newStore ?? (() => new MapStore<T>() as unknown as EndpointStore<T, R>);
+    this.store = this.newStore();
     this.log = opts.logger.child({ endpoint: url });
   }
 
@@ -99,17 +134,26 @@ class EndpointStream<T extends KubeObject> {
     }
   }
 
-  /** Replaces this endpoint's items with a fresh list; returns the list's resourceVersion. */
+  /** Replaces this endpoint's store with a fresh list, filled page by page; returns the list's resourceVersion. */
   private async relist(): Promise<string> {
-    const list = await this.client.listAll<T>(this.opts.path, {
-      signal: this.abort.signal,
-      ...(this.opts.query ? { query: this.opts.query } : {}),
-    });
-    this.items.clear();
-    for (const item of list.items) this.items.set(objectKey(item), item);
+    const next = this.newStore();
+    let resourceVersion = "";
+    await this.client.listPages<T>(
+      this.opts.path,
+      (page) => {
+        for (const item of page.items ?? []) next.set(objectKey(item), item);
+        resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+      },
+      {
+        signal: this.abort.signal,
+        ...(this.opts.pageSize ? { limit: this.opts.pageSize } : {}),
+        ...(this.opts.query ? { query: this.opts.query } : {}),
+      },
+    );
+    this.store = next;
     this.synced = true;
     this.opts.onChange();
-    return list.metadata.resourceVersion ?? "";
+    return resourceVersion;
   }
 
   /**
@@ -173,19 +217,19 @@ class EndpointStream<T extends KubeObject> {
     const rv = ev.object.metadata?.resourceVersion;
     if (ev.type === "BOOKMARK") return rv;
     const key = objectKey(ev.object);
-    if (ev.type === "DELETED") this.items.delete(key);
-    else this.items.set(key, ev.object);
+    if (ev.type === "DELETED") this.store.delete(key);
+    else this.store.set(key, ev.object);
     this.opts.onChange();
     return rv;
   }
 }
 
-export class Informer<T extends KubeObject> {
-  private readonly streams = new Map<string, EndpointStream<T>>();
-  private readonly opts: InformerOptions;
+export class Informer<T extends KubeObject, R = T> {
+  private readonly streams = new Map<string, EndpointStream<T, R>>();
+  private readonly opts: InformerOptions<T, R>;
   private stopped = false;
 
-  constructor(opts: InformerOptions) {
+  constructor(opts: InformerOptions<T, R>) {
     this.opts = opts;
   }
 
@@ -203,7 +247,7 @@ export class Informer<T extends KubeObject> {
     }
     for (const url of wanted) {
       if (this.streams.has(url)) continue;
-      const stream = new EndpointStream<T>(url, this.opts);
+      const stream = new EndpointStream<T, R>(url, this.opts);
       this.streams.set(url, stream);
       stream.start();
       changed = true;
@@ -221,17 +265,22 @@ export class Informer<T extends KubeObject> {
     return true;
   }
 
-  list(): T[] {
-    const out: T[] = [];
-    for (const s of this.streams.values()) out.push(...s.items.values());
+  list(): R[] {
+    const out: R[] = [];
+    for (const s of this.streams.values()) for (const item of s.store.values()) out.push(item);
     return out;
   }
 
   /** Each object with the endpoint it came from: in multi-shard kcp that endpoint serves the object's workspace. */
-  listWithEndpoints(): { endpoint: string; object: T }[] {
-    const out: { endpoint: string; object: T }[] = [];
-    for (const [endpoint, s] of this.streams) for (const object of s.items.values()) out.push({ endpoint, object });
+  listWithEndpoints(): { endpoint: string; object: R }[] {
+    const out: { endpoint: string; object: R }[] = [];
+    for (const [endpoint, s] of this.streams) for (const object of s.store.values()) out.push({ endpoint, object });
     return out;
+  }
+
+  /** The current store of every endpoint that has listed at least once. */
+  syncedStores(): EndpointStore<T, R>[] {
+    return [...this.streams.values()].filter((s) => s.synced).map((s) => s.store);
   }
 
   stop(): void {
