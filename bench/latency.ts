@@ -329,7 +329,14 @@ async function probePageSizes(env: BenchEnv, opts: LatencyOptions): Promise<Page
   if (!path.ok) throw new Error(path.error);
   const lookup: Lookup = {
     consumer: env.topo.clusters.consumer1,
-    dependent: { group: "compute.test.io", version: "v1", resource: "virtualmachines", kind: "VirtualMachine" },
+    dependent: {
+      group: "compute.test.io",
+      version: "v1",
+      resource: "virtualmachines",
+      kind: "VirtualMachine",
+      apiExportName: "compute.test.io",
+      exportCluster: env.topo.clusters.compute,
+    },
     namespace: LATENCY_NS,
     name: "nobody-references-this-vpc",
     fieldPaths: [path.path],

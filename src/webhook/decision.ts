@@ -20,7 +20,7 @@ import {
   type Lookup,
   type LookupResult,
 } from "./admission.ts";
-import type { RuleMatch } from "./registry.ts";
+import { dependentTypeKey, type RuleMatch } from "./registry.ts";
 
 /** The object being deleted. */
 export interface Target {
@@ -94,7 +94,7 @@ function lookupsFor(target: Target, group: string, entries: RuleMatch["entries"]
   const lookups = new Map<string, Lookup & { fieldPaths: FieldPath[]; rules: string[] }>();
   for (const entry of entries) {
     const d = entry.dependent;
-    const key = `${d.group}/${d.version}/${d.resource}/${d.kind}/${entry.enforcement}`;
+    const key = `${dependentTypeKey(d)}/${d.kind}/${entry.enforcement}`;
     const existing = lookups.get(key);
     if (existing) {
       for (const p of entry.fieldPaths)

@@ -17,8 +17,21 @@ import { ruleKeyString, type GroupResource, type LogicalClusterName } from "../a
 import type { Resolution } from "../kcp/workspaces.ts";
 import { asRecord, compareStrings } from "../util/json.ts";
 
-/** The dependent side of a rule as lookups need it: what to list in the consumer workspace, its kind for messages. */
-export type DependentType = GroupVersionResource & { kind: string };
+/**
+ * The dependent side of a rule as lookups need it: what to list in the consumer workspace, its kind for messages,
+ * and the APIExport that serves it (the rule's own workspace and `spec.dependent.apiExportName`), whose virtual
+ * workspace the dependents index watches.
+ */
+export type DependentType = GroupVersionResource & {
+  kind: string;
+  apiExportName: string;
+  exportCluster: LogicalClusterName;
+};
+
+/** `<export cluster>/<export>/<group>/<version>/<resource>`: one index watch per key, shared by every rule naming it. */
+export function dependentTypeKey(d: DependentType): string {
+  return `${d.exportCluster}/${d.apiExportName}/${d.group}/${d.version}/${d.resource}`;
+}
 
 /** One rule as seen from one protected (provider, group/resource): whose objects to list and where to look. */
 export interface RuleEntry {
@@ -103,7 +116,8 @@ function addEntry(index: Map<string, MutableEntry[]>, key: string, rule: ParsedR
   const ruleKey = ruleKeyString(rule.key);
   const same = list.find((e) => e.rule === ruleKey);
   if (!same) {
-    list.push({ rule: ruleKey, dependent: rule.dependent!, fieldPaths: [path], enforcement: rule.enforcement });
+    const dependent = { ...rule.dependent!, exportCluster: rule.key.cluster };
+    list.push({ rule: ruleKey, dependent, fieldPaths: [path], enforcement: rule.enforcement });
     index.set(key, list);
     return true;
   }

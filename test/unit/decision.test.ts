@@ -20,8 +20,22 @@ const fp = (s: string): FieldPath => {
   return p.path;
 };
 
-const VM = { group: "compute.example.io", version: "v1", resource: "virtualmachines", kind: "VirtualMachine" };
-const LB = { group: "lb.example.io", version: "v1", resource: "loadbalancers", kind: "LoadBalancer" };
+const VM = {
+  group: "compute.example.io",
+  version: "v1",
+  resource: "virtualmachines",
+  kind: "VirtualMachine",
+  apiExportName: "compute.example.io",
+  exportCluster: "compute" as LogicalClusterName,
+};
+const LB = {
+  group: "lb.example.io",
+  version: "v1",
+  resource: "loadbalancers",
+  kind: "LoadBalancer",
+  apiExportName: "lb.example.io",
+  exportCluster: "compute" as LogicalClusterName,
+};
 const entry = (rule: string, dependent: RuleEntry["dependent"], path: string, enforcement: "Deny" | "Warn" = "Deny") =>
   ({ rule, dependent, fieldPaths: [fp(path)], enforcement }) satisfies RuleEntry;
 const vmRule = entry("prov1/vm-needs-vpc", VM, ".spec.vpcRef.name");
@@ -113,7 +127,14 @@ interface Case {
   want: Decision;
 }
 
-const VPC = { group: "network.example.io", version: "v1", resource: "vpcs", kind: "VPC" };
+const VPC = {
+  group: "network.example.io",
+  version: "v1",
+  resource: "vpcs",
+  kind: "VPC",
+  apiExportName: "network.example.io",
+  exportCluster: "compute" as LogicalClusterName,
+};
 const vpcPeerRule = entry("net1/vpc-peers", VPC, ".spec.peerRef.name");
 const vpc = (name: string, peer: string): unknown => ({
   metadata: { name, namespace: "default" },

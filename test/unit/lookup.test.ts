@@ -16,7 +16,14 @@ const fp = (s: string): FieldPath => {
 
 const lookup = (o: Partial<Lookup> = {}): Lookup => ({
   consumer: "consumer1" as LogicalClusterName,
-  dependent: { group: "compute.example.io", version: "v1", resource: "virtualmachines", kind: "VirtualMachine" },
+  dependent: {
+    group: "compute.example.io",
+    version: "v1",
+    resource: "virtualmachines",
+    kind: "VirtualMachine",
+    apiExportName: "compute.example.io",
+    exportCluster: "compute" as LogicalClusterName,
+  },
   name: "my-vpc",
   fieldPaths: [fp(".spec.vpcRef.name")],
   rules: ["r/1"],
@@ -35,7 +42,14 @@ describe("dependentListPath", () => {
     );
   });
   it("uses /api for the core group", () => {
-    const core = { group: "", version: "v1", resource: "configmaps", kind: "ConfigMap" };
+    const core = {
+      group: "",
+      version: "v1",
+      resource: "configmaps",
+      kind: "ConfigMap",
+      apiExportName: "",
+      exportCluster: "compute" as LogicalClusterName,
+    };
     assert.equal(dependentListPath(lookup({ dependent: core })), "/clusters/consumer1/api/v1/configmaps");
   });
 });
@@ -128,7 +142,14 @@ describe("LiveDependentFinder", () => {
   it("reports a namespaced list that 404s as notBound, and decides nothing else (the retry is decision.ts's)", async () => {
     requests.length = 0;
     const finder = new LiveDependentFinder({ base });
-    const things = { group: "x.io", version: "v1", resource: "clusterthings", kind: "Thing" };
+    const things = {
+      group: "x.io",
+      version: "v1",
+      resource: "clusterthings",
+      kind: "Thing",
+      apiExportName: "x.io",
+      exportCluster: "compute" as LogicalClusterName,
+    };
     const found = await finder.find(lookup({ dependent: things, namespace: "default" }), 10);
     assert.deepEqual(found, { ok: true, dependents: [], complete: true, notBound: true });
     assert.deepEqual(requests, ["/clusters/consumer1/apis/x.io/v1/namespaces/default/clusterthings?limit=1000"]);
