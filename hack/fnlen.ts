@@ -76,7 +76,9 @@ function main(argv: readonly string[]): number {
     if (f.lines > maxFn) over++;
     console.log(`fn   ${String(f.lines).padStart(4)} lines  ${f.file}:${f.line} ${f.name}`);
   }
-  console.log(`${over} over the limits (files > ${maxFile} lines, functions > ${maxFn} lines) in ${sources.length} files`);
+  console.log(
+    `${over} over the limits (files > ${maxFile} lines, functions > ${maxFn} lines) in ${sources.length} files`,
+  );
   return over > 0 && !all ? 1 : 0;
 }
 

@@ -17,7 +17,8 @@ import type { DependentFinder } from "../../src/webhook/lookup.ts";
 import { matchingDependents } from "../../src/webhook/matching.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
 import { buildRegistry, type RuleRegistry } from "../../src/webhook/registry.ts";
-import { route, startWebhookServer, type WebhookServer } from "../../src/webhook/server.ts";
+import { route } from "../../src/webhook/routes.ts";
+import { startWebhookServer, type WebhookServer } from "../../src/webhook/server.ts";
 import { issueClientCert, makeClientCA, type ClientCert } from "../../tools/kcp/client-certs.ts";
 
 /** A self-signed certificate for 127.0.0.1, made by the openssl CLI. */
