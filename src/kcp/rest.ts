@@ -3,6 +3,9 @@
 // client-node's generated clients assume one fixed server per config; kcp needs many bases with one identity.
 import https from "node:https";
 import http from "node:http";
+import { BodyTooLargeError, isApiError, readBody, toApiError } from "./answers.ts";
+
+export { ApiError, BodyTooLargeError, isApiError } from "./answers.ts";
 
 export interface Credentials {
   ca?: Buffer | string;
@@ -11,27 +14,6 @@ export interface Credentials {
   insecureSkipTLSVerify?: boolean;
   /** Returns the auth headers for one request; async so exec/token-file credentials can refresh. */
   headers: () => Promise<Record<string, string>>;
-}
-
-/** An error answer from the API server, keeping the HTTP status and the Status object's reason and message. */
-export class ApiError extends Error {
-  readonly status: number;
-  readonly reason: string;
-  readonly method: string;
-  readonly url: string;
-
-  constructor(method: string, url: string, status: number, reason: string, message: string) {
-    super(`${method} ${url}: ${status} ${reason}: ${message}`);
-    this.name = "ApiError";
-    this.status = status;
-    this.reason = reason;
-    this.method = method;
-    this.url = url;
-  }
-}
-
-export function isApiError(err: unknown, status?: number): err is ApiError {
-  return err instanceof ApiError && (status === undefined || err.status === status);
 }
 
 export interface RequestOptions {
@@ -81,19 +63,6 @@ export const DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024;
 
 /** Largest body of any other answer: one object (at most 1.5 MiB in kcp) or a Status, with room to spare. */
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
-
-/** A response body larger than the reader allows; nothing past `maxBytes` was kept. */
-export class BodyTooLargeError extends Error {
-  readonly maxBytes: number;
-  readonly url: string;
-
-  constructor(method: string, url: string, maxBytes: number, what: string) {
-    super(`${method} ${url}: ${what} is over the ${maxBytes}-byte limit; dropped unread`);
-    this.name = "BodyTooLargeError";
-    this.maxBytes = maxBytes;
-    this.url = url;
-  }
-}
 
 export class RestClient {
   readonly baseUrl: string;
@@ -267,37 +236,4 @@ export class RestClient {
       req.end(payload);
     });
   }
-}
-
-/** Reads a whole body of at most `maxBytes`; refuses a larger declared length up front, and stops reading past it. */
-async function readBody(res: http.IncomingMessage, maxBytes: number, method: string, url: string): Promise<string> {
-  const declared = Number(res.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    res.destroy();
-    throw new BodyTooLargeError(method, url, maxBytes, `the answer (content-length ${declared})`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) {
-      res.destroy();
-      throw new BodyTooLargeError(method, url, maxBytes, "the answer");
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function toApiError(method: string, url: string, status: number, text: string): ApiError {
-  let reason = http.STATUS_CODES[status] ?? "Unknown";
-  let message = text.trim().slice(0, 500);
-  try {
-    const parsed = JSON.parse(text) as { reason?: string; message?: string };
-    if (parsed.reason) reason = parsed.reason;
-    if (parsed.message) message = parsed.message;
-  } catch {
-    // not a Status object: keep the raw text
-  }
-  return new ApiError(method, url, status, reason, message);
 }

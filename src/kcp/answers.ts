@@ -1,0 +1,75 @@
+// kcp's answers: reading a body within a byte cap, and an error answer as ApiError (HTTP status, the Status object's
+// reason and message).
+import http from "node:http";
+
+/** An error answer from the API server, keeping the HTTP status and the Status object's reason and message. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly reason: string;
+  readonly method: string;
+  readonly url: string;
+
+  constructor(method: string, url: string, status: number, reason: string, message: string) {
+    super(`${method} ${url}: ${status} ${reason}: ${message}`);
+    this.name = "ApiError";
+    this.status = status;
+    this.reason = reason;
+    this.method = method;
+    this.url = url;
+  }
+}
+
+export function isApiError(err: unknown, status?: number): err is ApiError {
+  return err instanceof ApiError && (status === undefined || err.status === status);
+}
+
+/** A response body larger than the reader allows; nothing past `maxBytes` was kept. */
+export class BodyTooLargeError extends Error {
+  readonly maxBytes: number;
+  readonly url: string;
+
+  constructor(method: string, url: string, maxBytes: number, what: string) {
+    super(`${method} ${url}: ${what} is over the ${maxBytes}-byte limit; dropped unread`);
+    this.name = "BodyTooLargeError";
+    this.maxBytes = maxBytes;
+    this.url = url;
+  }
+}
+
+/** Reads a whole body of at most `maxBytes`; refuses a larger declared length up front, and stops reading past it. */
+export async function readBody(
+  res: http.IncomingMessage,
+  maxBytes: number,
+  method: string,
+  url: string,
+): Promise<string> {
+  const declared = Number(res.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    res.destroy();
+    throw new BodyTooLargeError(method, url, maxBytes, `the answer (content-length ${declared})`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) {
+      res.destroy();
+      throw new BodyTooLargeError(method, url, maxBytes, "the answer");
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export function toApiError(method: string, url: string, status: number, text: string): ApiError {
+  let reason = http.STATUS_CODES[status] ?? "Unknown";
+  let message = text.trim().slice(0, 500);
+  try {
+    const parsed = JSON.parse(text) as { reason?: string; message?: string };
+    if (parsed.reason) reason = parsed.reason;
+    if (parsed.message) message = parsed.message;
+  } catch {
+    // not a Status object: keep the raw text
+  }
+  return new ApiError(method, url, status, reason, message);
+}
