@@ -27,6 +27,8 @@ export interface RuleSourceOptions {
   resolver: { resolve(path: string): Promise<Resolution> };
   logger: Logger;
   metrics?: WebhookMetrics;
+  /** Told every registry built, complete or not (the dependents index follows its dependent types). */
+  onRegistry?: (registry: RuleRegistry) => void;
   /** Rebuild delay after a provider path failed to resolve. */
   retryMs?: number;
   /** Periodic rebuild, so a workspace recreated under the same path (new logical cluster) is picked up. */
@@ -106,6 +108,7 @@ export class RuleSource {
     );
     const registry = buildRegistry(rules, resolutions);
     this.registry = registry;
+    this.opts.onRegistry?.(registry);
     this.complete = synced && epoch === this.unsyncedEpoch;
     this.report(registry);
     if (!this.complete) return { requeueAfterMs: this.opts.syncPollMs ?? 250 };
