@@ -23,16 +23,46 @@ export interface WebhookMetrics {
 /** Rules get their own series up to this many; a replica sees at most as many rules as providers wrote. */
 export const MAX_RULE_LABELS = 500;
 
+type Registers = Registry[];
+
 export function createWebhookMetrics(registry: Registry): WebhookMetrics {
   const registers = [registry];
-  const labelled = new Set<string>();
+  return {
+    ...transportMetrics(registers),
+    ...ruleMetrics(registers),
+    ...decisionMetrics(registers),
+    ...registryMetrics(registers),
+  };
+}
+
+/** What the HTTP layer counts: refusals before any decision, every response by code, certificate reloads. */
+function transportMetrics(registers: Registers) {
   return {
     refusals: new Counter({
       name: "dependency_webhook_refusals_total",
       help: "Requests refused before any decision (over a limit, unauthenticated), by reason.",
-      labelNames: ["reason"],
+      labelNames: ["reason"] as const,
       registers,
     }),
+    responses: new Counter({
+      name: "dependency_webhook_responses_total",
+      help: "HTTP responses by code: 200 allowed, a denial's code (409, 503, ...), or a transport refusal (400, 404, 413, ...).",
+      labelNames: ["code"] as const,
+      registers,
+    }),
+    certificateReloads: new Counter({
+      name: "dependency_webhook_certificate_reloads_total",
+      help: "Serving certificate reloads after the files changed, by result (success, error).",
+      labelNames: ["result"] as const,
+      registers,
+    }),
+  };
+}
+
+/** Refusals and warnings by rule, with a bounded set of rule labels. */
+function ruleMetrics(registers: Registers): Pick<WebhookMetrics, "ruleDecisions" | "ruleLabel"> {
+  const labelled = new Set<string>();
+  return {
     ruleDecisions: new Counter({
       name: "dependency_webhook_rule_decisions_total",
       help: `Referenced deletes by rule and outcome (denied, warned); rules past the first ${MAX_RULE_LABELS} are "other".`,
@@ -45,29 +75,29 @@ export function createWebhookMetrics(registry: Registry): WebhookMetrics {
       labelled.add(rule);
       return rule;
     },
-    responses: new Counter({
-      name: "dependency_webhook_responses_total",
-      help: "HTTP responses by code: 200 allowed, a denial's code (409, 503, ...), or a transport refusal (400, 404, 413, ...).",
-      labelNames: ["code"],
-      registers,
-    }),
+  };
+}
+
+/** DELETE decisions and the lookups behind them. */
+function decisionMetrics(registers: Registers) {
+  return {
     decisions: new Counter({
       name: "dependency_webhook_decisions_total",
       help: "DELETE admission decisions by outcome (allowed, denied, errored) and reason.",
-      labelNames: ["outcome", "reason"],
+      labelNames: ["outcome", "reason"] as const,
       registers,
     }),
     decisionSeconds: new Histogram({
       name: "dependency_webhook_decision_duration_seconds",
       help: "Time to decide one admission review, lookups included.",
-      labelNames: ["outcome"],
+      labelNames: ["outcome"] as const,
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
     lookupSeconds: new Histogram({
       name: "dependency_webhook_lookup_duration_seconds",
       help: "Time to list one dependent type in a consumer workspace.",
-      labelNames: ["result"],
+      labelNames: ["result"] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
@@ -76,6 +106,12 @@ export function createWebhookMetrics(registry: Registry): WebhookMetrics {
       help: "Dependent lookups that failed (anything but 404); each one denies the DELETE.",
       registers,
     }),
+  };
+}
+
+/** The size of the rule registry. */
+function registryMetrics(registers: Registers) {
+  return {
     registryRules: new Gauge({
       name: "dependency_webhook_registry_rules",
       help: "DependencyRules registered.",
@@ -89,12 +125,6 @@ export function createWebhookMetrics(registry: Registry): WebhookMetrics {
     registryProblems: new Gauge({
       name: "dependency_webhook_registry_problems",
       help: "Rules or dependencies left out of the registry because they are malformed.",
-      registers,
-    }),
-    certificateReloads: new Counter({
-      name: "dependency_webhook_certificate_reloads_total",
-      help: "Serving certificate reloads after the files changed, by result (success, error).",
-      labelNames: ["result"],
       registers,
     }),
   };
