@@ -20,7 +20,7 @@ import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import { LeaderElector, restLeaseStore } from "./leader.ts";
 import { createMetrics } from "./metrics.ts";
 import type { RuleObject } from "./plan.ts";
-import { Reconciler, RULES_PATH } from "./reconciler.ts";
+import { Reconciler, type ReconcilerDeps, RULES_PATH } from "./reconciler.ts";
 import { VWC_PATH } from "./writer.ts";
 
 export interface ControllerConfig {
@@ -64,12 +64,7 @@ export async function startController(
   const conn = loadKcpConnection({ kubeconfig: config.kubeconfig, requireWorkspace: true });
   const registry = new Registry();
   const metrics = createMetrics(registry);
-  const caBundle = config.caBundleFile
-    ? new CaBundleFile(config.caBundleFile, (err) => {
-        metrics.errors.inc({ reason: "ca_bundle" });
-        logger.warn({ err: err.message }, "keeping the previous CA bundle");
-      })
-    : undefined;
+  const caBundle = caBundleOf(config, metrics, logger);
   await checkExport(conn, config.apiExportName);
 
   const loop = new WorkLoop({
@@ -78,21 +73,12 @@ export async function startController(
     resyncMs: config.resyncMs,
     ...(clock ? { clock } : {}),
   });
-  const { rules, configurations, sameEndpoints } = sources(conn, config, logger, () => loop.enqueue());
+  const watched = sources(conn, config, logger, () => loop.enqueue());
+  const { rules, configurations, sameEndpoints } = watched;
   let elector: LeaderElector | undefined;
-  const reconciler = new Reconciler({
-    rules,
-    configurations: {
-      listWithEndpoints: () => configurations.listWithEndpoints(),
-      hasSynced: () => sameEndpoints() && configurations.hasSynced(),
-    },
-    resolver: new WorkspaceResolver({ base: conn.base }),
-    clientFor: (endpoint, cluster: LogicalClusterName) => rules.clientFor(endpoint, cluster),
-    webhookBaseUrl: config.webhookUrl,
+  const reconciler = reconcilerOf(config, conn, watched, {
     caBundle: () => caBundle?.current(),
-    ...(config.validateRules ? { ruleWebhook: conn.workspaceClient } : {}),
     mayWrite: () => !elector || elector.isLeader(),
-    exportName: config.apiExportName,
     logger,
     metrics,
   });
@@ -120,6 +106,41 @@ export async function startController(
       conn.base.close();
     },
   };
+}
+
+/** The CA bundle file, when configured; a file that cannot be read keeps the previous bundle and is counted. */
+function caBundleOf(
+  config: ControllerConfig,
+  metrics: ReturnType<typeof createMetrics>,
+  logger: Logger,
+): CaBundleFile | undefined {
+  if (!config.caBundleFile) return undefined;
+  return new CaBundleFile(config.caBundleFile, (err) => {
+    metrics.errors.inc({ reason: "ca_bundle" });
+    logger.warn({ err: err.message }, "keeping the previous CA bundle");
+  });
+}
+
+/** The reconciler over the watched sources; it writes only while `mayWrite` (the leader, or no election). */
+function reconcilerOf(
+  config: ControllerConfig,
+  conn: ReturnType<typeof loadKcpConnection>,
+  { rules, configurations, sameEndpoints }: ReturnType<typeof sources>,
+  deps: Pick<ReconcilerDeps, "caBundle" | "mayWrite" | "logger" | "metrics">,
+): Reconciler {
+  return new Reconciler({
+    rules,
+    configurations: {
+      listWithEndpoints: () => configurations.listWithEndpoints(),
+      hasSynced: () => sameEndpoints() && configurations.hasSynced(),
+    },
+    resolver: new WorkspaceResolver({ base: conn.base }),
+    clientFor: (endpoint, cluster: LogicalClusterName) => rules.clientFor(endpoint, cluster),
+    webhookBaseUrl: config.webhookUrl,
+    ...(config.validateRules ? { ruleWebhook: conn.workspaceClient } : {}),
+    exportName: config.apiExportName,
+    ...deps,
+  });
 }
 
 /** Leader election (or none): only the leader runs passes; every replica keeps its informers warm. */
