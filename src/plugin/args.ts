@@ -1,5 +1,6 @@
 // The plugin's command line: `kubectl dependencies <why|graph|check> ...`. Pure: argv in, a command or a message
 // that says what is wrong out. kubectl passes everything after the plugin name through unchanged.
+export { HELP } from "./help.ts";
 
 export type OutputFormat = "mermaid" | "dot" | "json";
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ["mermaid", "dot", "json"];
@@ -147,46 +148,41 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   }
   if (!topic || sub !== topic) return { ok: false, error: `unknown command "${sub}": use why, graph or check` };
   if (scanned.bools.has("help")) return { ok: true, command: { name: "help", topic } };
-  const fail = (error: string): ParsedArgs => ({ ok: false, error, topic });
-
   for (const key of [...scanned.values.keys(), ...scanned.bools]) {
     if (!CONNECTION_KEYS.includes(key) && !ALLOWED[topic].includes(key))
-      return fail(`${topic} does not take --${key === "namespace" ? "namespace (-n)" : key}`);
+      return { ok: false, error: `${topic} does not take --${key === "namespace" ? "namespace (-n)" : key}`, topic };
   }
+  return commandFor(topic, positional, scanned);
+}
+
+/** The command `topic` with its arguments and flags, once the flags are known to be ones it takes. */
+function commandFor(topic: Topic, positional: readonly string[], scanned: Scanned): ParsedArgs {
+  const fail = (error: string): ParsedArgs => ({ ok: false, error, topic });
   const connection = connectionOf(scanned);
   const ruleWorkspaces = scanned.values.get("rule-workspace") ?? [];
-
   switch (topic) {
     case "why": {
       const target = parseTarget(positional);
       if ("error" in target) return fail(target.error);
       const namespace = last(scanned, "namespace");
-      return {
-        ok: true,
-        command: {
-          name: "why",
-          resource: target.resource,
-          objectName: target.name,
-          ...(namespace ? { namespace } : {}),
-          ruleWorkspaces,
-          connection,
-        },
+      const why: WhyCommand = {
+        name: "why",
+        resource: target.resource,
+        objectName: target.name,
+        ruleWorkspaces,
+        connection,
       };
+      return { ok: true, command: namespace ? { ...why, namespace } : why };
     }
     case "graph": {
       if (positional.length > 0) return fail(`graph takes no arguments, got "${positional.join(" ")}"`);
       const format = last(scanned, "output") ?? "mermaid";
       if (!OUTPUT_FORMATS.includes(format as OutputFormat))
         return fail(`-o ${format}: the output format is one of ${OUTPUT_FORMATS.join(", ")}`);
+      const objects = scanned.bools.has("objects");
       return {
         ok: true,
-        command: {
-          name: "graph",
-          format: format as OutputFormat,
-          objects: scanned.bools.has("objects"),
-          ruleWorkspaces,
-          connection,
-        },
+        command: { name: "graph", format: format as OutputFormat, objects, ruleWorkspaces, connection },
       };
     }
     case "check":
@@ -194,68 +190,3 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       return { ok: true, command: { name: "check", ruleWorkspaces, connection } };
   }
 }
-
-const CONNECTION_HELP = `Connection (as kubectl):
-  --kubeconfig <file>    kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config)
-  --context <name>       kubeconfig context to use
-  --workspace <path>     kcp workspace to act in, e.g. root:consumer1 (default: the one in the kubeconfig's server URL)`;
-
-export const HELP: Record<Topic | "main", string> = {
-  main: `kubectl dependencies: what DependencyRules protect, and why a delete is refused.
-
-Commands:
-  why <resource>/<name> [-n <namespace>]   would deleting this object be refused now, and by what
-  graph [-o mermaid|dot|json] [--objects]  the graph of the rules (or of one workspace's objects)
-  check                                    dangling references in a workspace, and rules that are not Ready
-
-Run "kubectl dependencies <command> --help" for a command's flags.
-
-${CONNECTION_HELP}`,
-  why: `kubectl dependencies why <resource>/<name> [-n <namespace>]
-
-Asks kcp, without deleting anything (a server-side dry-run DELETE), whether deleting the object would be refused
-right now, by which webhook, and lists every object that blocks it (also past the ten the refusal message names),
-with what to do next.
-
-Exit code: 0 the object can be deleted now; 1 a delete would be refused; 2 the question could not be answered
-(no such object or type, no permission, kcp not reachable, bad arguments).
-
-Flags:
-  -n, --namespace <ns>       namespace of the object (default: the context's namespace, else "default")
-  --rule-workspace <path>    also name the DependencyRule behind each blocker, read from this provider workspace
-                             (repeatable; only if you may read its rules: consumers usually may not)
-
-${CONNECTION_HELP}
-
-Example:
-  kubectl dependencies why vpc/my-vpc -n default`,
-  graph: `kubectl dependencies graph [-o mermaid|dot|json] [--rule-workspace <path>]... [--objects]
-
-Without --objects: the type-level graph of every DependencyRule you may read, an edge from each dependent type to
-each type it depends on, labelled with the field path. With --objects: the objects of one workspace (--workspace,
-default the kubeconfig's) as a graph of who references whom, by those rules. Edges on a cycle are marked.
-
-Flags:
-  -o, --output <format>      mermaid (default), dot (Graphviz) or json
-  --rule-workspace <path>    read rules from this workspace (repeatable); default: every workspace below root you
-                             may list, recursively, reading rules where you may
-  --objects                  the object graph of --workspace instead of the type graph
-
-${CONNECTION_HELP}
-
-Examples:
-  kubectl dependencies graph -o dot | dot -Tpng > rules.png
-  kubectl dependencies graph --objects --workspace root:consumer1`,
-  check: `kubectl dependencies check [--rule-workspace <path>]...
-
-Lists, as tables, the dependents in one workspace (--workspace, default the kubeconfig's) that name a dependency
-that does not exist (dangling references), and the DependencyRules whose Ready condition is not True. Needs read
-access to the rules (see --rule-workspace) and to the objects of the workspace.
-
-Exit code: 0 nothing found; 1 something found; 2 the check could not be made.
-
-Flags:
-  --rule-workspace <path>    read rules from this workspace (repeatable); default: every readable workspace below root
-
-${CONNECTION_HELP}`,
-};

@@ -1,0 +1,67 @@
+// The plugin's help texts: the overview and one page per command, printed for --help and after a usage error.
+import type { Topic } from "./args.ts";
+
+const CONNECTION_HELP = `Connection (as kubectl):
+  --kubeconfig <file>    kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config)
+  --context <name>       kubeconfig context to use
+  --workspace <path>     kcp workspace to act in, e.g. root:consumer1 (default: the one in the kubeconfig's server URL)`;
+
+export const HELP: Record<Topic | "main", string> = {
+  main: `kubectl dependencies: what DependencyRules protect, and why a delete is refused.
+
+Commands:
+  why <resource>/<name> [-n <namespace>]   would deleting this object be refused now, and by what
+  graph [-o mermaid|dot|json] [--objects]  the graph of the rules (or of one workspace's objects)
+  check                                    dangling references in a workspace, and rules that are not Ready
+
+Run "kubectl dependencies <command> --help" for a command's flags.
+
+${CONNECTION_HELP}`,
+  why: `kubectl dependencies why <resource>/<name> [-n <namespace>]
+
+Asks kcp, without deleting anything (a server-side dry-run DELETE), whether deleting the object would be refused
+right now, by which webhook, and lists every object that blocks it (also past the ten the refusal message names),
+with what to do next.
+
+Exit code: 0 the object can be deleted now; 1 a delete would be refused; 2 the question could not be answered
+(no such object or type, no permission, kcp not reachable, bad arguments).
+
+Flags:
+  -n, --namespace <ns>       namespace of the object (default: the context's namespace, else "default")
+  --rule-workspace <path>    also name the DependencyRule behind each blocker, read from this provider workspace
+                             (repeatable; only if you may read its rules: consumers usually may not)
+
+${CONNECTION_HELP}
+
+Example:
+  kubectl dependencies why vpc/my-vpc -n default`,
+  graph: `kubectl dependencies graph [-o mermaid|dot|json] [--rule-workspace <path>]... [--objects]
+
+Without --objects: the type-level graph of every DependencyRule you may read, an edge from each dependent type to
+each type it depends on, labelled with the field path. With --objects: the objects of one workspace (--workspace,
+default the kubeconfig's) as a graph of who references whom, by those rules. Edges on a cycle are marked.
+
+Flags:
+  -o, --output <format>      mermaid (default), dot (Graphviz) or json
+  --rule-workspace <path>    read rules from this workspace (repeatable); default: every workspace below root you
+                             may list, recursively, reading rules where you may
+  --objects                  the object graph of --workspace instead of the type graph
+
+${CONNECTION_HELP}
+
+Examples:
+  kubectl dependencies graph -o dot | dot -Tpng > rules.png
+  kubectl dependencies graph --objects --workspace root:consumer1`,
+  check: `kubectl dependencies check [--rule-workspace <path>]...
+
+Lists, as tables, the dependents in one workspace (--workspace, default the kubeconfig's) that name a dependency
+that does not exist (dangling references), and the DependencyRules whose Ready condition is not True. Needs read
+access to the rules (see --rule-workspace) and to the objects of the workspace.
+
+Exit code: 0 nothing found; 1 something found; 2 the check could not be made.
+
+Flags:
+  --rule-workspace <path>    read rules from this workspace (repeatable); default: every readable workspace below root
+
+${CONNECTION_HELP}`,
+};
