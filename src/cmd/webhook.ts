@@ -69,6 +69,13 @@ const FLAGS: Flag[] = [
     help: "OpenSSL cipher list for TLS 1.2 (default Node's)",
   },
   {
+    name: "lookup",
+    env: "LOOKUP",
+    arg: "index|live",
+    default: "index",
+    help: "index: watch dependents through each provider's APIExport virtual workspace (provider consent, deploy/rbac/provider-index.yaml); live: list them on every DELETE (per-shard grant, deploy/rbac/system-admin.yaml)",
+  },
+  {
     name: "kcp-base-url",
     env: "KCP_BASE_URL",
     arg: "URL",
@@ -114,8 +121,12 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
   if (minVersion !== "1.2" && minVersion !== "1.3")
     throw new UsageError(`--tls-min-version: want 1.2 or 1.3, got ${JSON.stringify(minVersion)}`);
   const ciphers = v["tls-cipher-suites"];
+  const lookup = v["lookup"];
+  if (lookup !== "index" && lookup !== "live")
+    throw new UsageError(`--lookup: want index or live, got ${JSON.stringify(lookup)}`);
   return {
     kubeconfig,
+    lookup,
     ...(clientCAFile ? { clientCAFile, allowedClientSubjects: subjects } : {}),
     minTLSVersion: minVersion === "1.3" ? "TLSv1.3" : "TLSv1.2",
     ...(ciphers ? { cipherSuites: ciphers } : {}),

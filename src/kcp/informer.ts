@@ -91,6 +91,8 @@ const EXPIRED = Symbol("expired");
 class EndpointStream<T extends KubeObject, R> {
   store: EndpointStore<T, R>;
   synced = false;
+  /** The last list/watch failure, until a list succeeds again: the store may be stale meanwhile. */
+  lastError: string | undefined;
   private readonly abort = new AbortController();
   private readonly client: RestClient;
   private readonly opts: InformerOptions<T, R>;
@@ -127,6 +129,7 @@ class EndpointStream<T extends KubeObject, R> {
       } catch (err) {
         if (this.abort.signal.aborted) return;
         failures++;
+        this.lastError = err instanceof Error ? err.message : String(err);
         const backoff = Math.min(10_000, 250 * 2 ** Math.min(failures, 6));
         this.log.warn({ err: String(err), backoffMs: backoff }, "list/watch failed; retrying");
         await delay(backoff, undefined, { signal: this.abort.signal }).catch(() => undefined);
@@ -152,6 +155,7 @@ class EndpointStream<T extends KubeObject, R> {
     );
     this.store = next;
     this.synced = true;
+    this.lastError = undefined;
     this.opts.onChange();
     return resourceVersion;
   }
@@ -177,6 +181,8 @@ class EndpointStream<T extends KubeObject, R> {
         if (timer !== undefined) timers.clearTimeout(timer);
         timer = timers.setTimeout(() => {
           stalled = true;
+          // Failing until the new watch answers: the shard may be unreachable (e.g. stopped, partitioned).
+          this.lastError = `watch silent for ${deadlineMs / 1000} s, past its timeout`;
           this.log.warn({ resourceVersion: rv, silentForMs: deadlineMs }, "watch silent past its timeout; restarting");
           this.opts.onWatchStalled?.(this.url);
           watch.abort();
@@ -189,6 +195,7 @@ class EndpointStream<T extends KubeObject, R> {
           { ...this.opts.query, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds },
           (ev) => {
             arm();
+            if (!stalled) this.lastError = undefined; // the server answers again
             const next = this.apply(ev);
             if (next === EXPIRED) expired = true;
             else if (next) rv = next;
@@ -203,6 +210,7 @@ class EndpointStream<T extends KubeObject, R> {
         timers.clearTimeout(timer);
         this.abort.signal.removeEventListener("abort", onStop);
       }
+      if (!stalled) this.lastError = undefined; // ended by the server as usual
       if (this.abort.signal.aborted || expired) return;
     }
   }
@@ -275,6 +283,13 @@ export class Informer<T extends KubeObject, R = T> {
   listWithEndpoints(): { endpoint: string; object: R }[] {
     const out: { endpoint: string; object: R }[] = [];
     for (const [endpoint, s] of this.streams) for (const object of s.store.values()) out.push({ endpoint, object });
+    return out;
+  }
+
+  /** Endpoints whose list or watch is failing now, with the error (their stores may be stale). */
+  failing(): { endpoint: string; error: string }[] {
+    const out: { endpoint: string; error: string }[] = [];
+    for (const [endpoint, s] of this.streams) if (s.lastError !== undefined) out.push({ endpoint, error: s.lastError });
     return out;
   }
 

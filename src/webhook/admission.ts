@@ -33,6 +33,7 @@ export type DecisionReason =
   | "bad-request"
   | "unresolved-rule"
   | "lookup-error"
+  | "index-unavailable"
   | "internal-error"
   | "rule-valid"
   | "rule-unverified"
@@ -140,4 +141,9 @@ export interface Dependent {
  * `notBound` when the dependent type is not served there (404).
  */
 export type LookupResult =
-  { ok: true; dependents: Dependent[]; complete: boolean; notBound?: boolean } | { ok: false; error: string };
+  | { ok: true; dependents: Dependent[]; complete: boolean; notBound?: boolean }
+  /**
+   * `error` is for the log. `unavailable` (with a message safe to show) when the finder knows it cannot answer yet,
+   * e.g. the dependents index of the type is still syncing: the DELETE is refused with 503 rather than 500.
+   */
+  | { ok: false; error: string; unavailable?: string };

@@ -180,6 +180,8 @@ export function denyMessage(target: Target, blockers: readonly string[], complet
 interface Findings {
   errors: string[];
   failed: string[];
+  /** For each failure the finder could explain (index not ready): its message. */
+  unavailable: string[];
   /** blocker → the field that names the target */
   blockers: Map<string, string>;
   complete: boolean;
@@ -187,7 +189,14 @@ interface Findings {
 }
 
 function collect(plan: LookupPlan, results: readonly LookupResult[], enforcement: Enforcement): Findings {
-  const f: Findings = { errors: [], failed: [], blockers: new Map(), complete: true, rules: new Set() };
+  const f: Findings = {
+    errors: [],
+    failed: [],
+    unavailable: [],
+    blockers: new Map(),
+    complete: true,
+    rules: new Set(),
+  };
   plan.lookups.forEach((lookup, i) => {
     if (lookup.enforcement !== enforcement) return;
     const result = results[i];
@@ -196,6 +205,7 @@ function collect(plan: LookupPlan, results: readonly LookupResult[], enforcement
     if (result === undefined || !result.ok) {
       f.failed.push(`${d.resource}${d.group ? "." + d.group : ""}`);
       f.errors.push(`rule ${lookup.rules.join(", ")}: listing ${what}: ${result ? result.error : "no result"}`);
+      if (result?.unavailable) f.unavailable.push(result.unavailable);
       return;
     }
     if (!result.complete) f.complete = false;
@@ -216,6 +226,11 @@ export function decide(plan: LookupPlan, results: readonly LookupResult[]): Deci
   const { target } = plan;
   const denying = collect(plan, results, "Deny");
   // Fail closed: a dependent we could not list might reference the target.
+  if (denying.errors.length > 0 && denying.unavailable.length === denying.errors.length) {
+    const why = [...new Set(denying.unavailable)].sort(compareStrings).join("; ");
+    const message = `cannot check dependents of ${target.resource}/${target.name} yet: ${why}, retry in a few seconds`;
+    return deny("index-unavailable", 503, "ServiceUnavailable", message, { detail: denying.errors.join("; ") });
+  }
   if (denying.errors.length > 0) {
     const message = `cannot check dependents of ${target.resource}/${target.name}: listing ${denying.failed.join(", ")} in this workspace failed, retry later`;
     return deny("lookup-error", 500, "InternalError", message, { detail: denying.errors.join("; ") });

@@ -15,6 +15,7 @@ import { clusterWideRetries, decide, planLookups } from "./decision.ts";
 import type { DependentFinder } from "./lookup.ts";
 import type { WebhookMetrics } from "./metrics.ts";
 import type { RuleRegistry } from "./registry.ts";
+import { IndexUnavailableError } from "./index/index.ts";
 import { logSafe } from "./log.ts";
 
 export interface HandlerOptions {
@@ -44,6 +45,7 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
     } catch (err) {
       end({ result: "error" });
       opts.metrics.lookupErrors.inc();
+      if (err instanceof IndexUnavailableError) return { ok: false, error: err.detail, unavailable: err.message };
       return { ok: false, error: signal.aborted ? `no answer within ${timeoutMs} ms` : errorMessage(err) };
     }
   }

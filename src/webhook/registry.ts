@@ -70,6 +70,30 @@ export interface RuleRegistry {
   readonly problems: readonly RegistryProblem[];
   /** The rules protecting `gr` of `provider`; without a provider (legacy /validate), of any provider. */
   find(provider: LogicalClusterName | undefined, gr: GroupResource): RuleMatch;
+  /** Every dependent type lookups may ask for, with every field path asked for it: what the index must watch. */
+  dependentTypes(): readonly IndexedType[];
+}
+
+/** One dependent type the dependents index watches, and the field paths (sorted by source) it must read. */
+export interface IndexedType {
+  dependent: DependentType;
+  fieldPaths: readonly FieldPath[];
+}
+
+/** Groups entries by dependent type (dependentTypeKey), merging their field paths; sorted, so the result is stable. */
+export function indexedTypes(entries: Iterable<RuleEntry>): IndexedType[] {
+  const byType = new Map<string, { dependent: DependentType; paths: Map<string, FieldPath> }>();
+  for (const e of entries) {
+    const key = dependentTypeKey(e.dependent);
+    const t = byType.get(key) ?? { dependent: e.dependent, paths: new Map<string, FieldPath>() };
+    byType.set(key, t);
+    for (const p of e.fieldPaths) t.paths.set(p.source, p);
+  }
+  return [...byType.keys()].sort(compareStrings).map((key) => {
+    const t = byType.get(key)!;
+    const sources = [...t.paths.keys()].sort(compareStrings);
+    return { dependent: t.dependent, fieldPaths: sources.map((src) => t.paths.get(src)!) };
+  });
 }
 
 /** What the caller knows about each apiExportRef.path; undefined means not resolved yet (pending). */
@@ -182,10 +206,12 @@ export function buildRegistry(objects: readonly unknown[], resolutions: PathReso
     }
   }
 
+  const types = indexedTypes([...byProvider.values()].flat());
   return {
     ruleCount: ruleKeys.size,
     entryCount,
     problems,
+    dependentTypes: () => types,
     find(provider, gr) {
       const entries =
         provider === undefined ? byGroupResource.get(grKey(gr)) : byProvider.get(providerKey(provider, gr));

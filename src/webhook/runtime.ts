@@ -11,7 +11,9 @@ import { WorkspaceResolver } from "../kcp/workspaces.ts";
 import { startHealthServer } from "../observability/health.ts";
 import { loadKeyPair, type TlsFiles } from "./certs.ts";
 import { createAdmissionHandler } from "./handler.ts";
+import { DependentsIndex } from "./index/index.ts";
 import { LiveDependentFinder } from "./lookup.ts";
+import type { RuleRegistry } from "./registry.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
 import { createRuleAdmissionHandler } from "./rule-admission.ts";
 import { RULES_PATH, RuleSource } from "./rules.ts";
@@ -30,6 +32,12 @@ export interface WebhookConfig {
   allowedClientSubjects?: string[];
   minTLSVersion?: "TLSv1.2" | "TLSv1.3";
   cipherSuites?: string;
+  /**
+   * How dependents are found: "index" watches each dependent type through its provider's APIExport virtual
+   * workspace (the provider's consent, deploy/rbac/provider-index.yaml); "live" lists them in the consumer workspace
+   * on every DELETE (the per-shard grant, deploy/rbac/system-admin.yaml).
+   */
+  lookup?: "index" | "live";
 }
 
 export interface RunningWebhook {
@@ -56,14 +64,19 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     collectDefaultMetrics({ register: metricsRegistry });
     const metrics = createWebhookMetrics(metricsRegistry);
     const resolver = new WorkspaceResolver({ base: conn.base });
-    const { rules, source } = ruleSource(conn, flags.apiExportName, resolver, logger, metrics);
+    const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;
+    const index =
+      flags.lookup === "live"
+        ? undefined
+        : new DependentsIndex({ base: lookupBase, logger: logger.child({ part: "index" }) });
+    const { rules, source } = ruleSource(conn, flags.apiExportName, resolver, logger, metrics, index);
     source.start();
     steps.push(() => source.stop());
+    if (index) steps.push(() => index.stop());
 
-    const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;
     const handler = createAdmissionHandler({
       registry: () => source.current(),
-      finder: new LiveDependentFinder({ base: lookupBase }),
+      finder: index ?? new LiveDependentFinder({ base: lookupBase }),
       logger: logger.child({ part: "admission" }),
       metrics,
     });
@@ -127,6 +140,7 @@ function ruleSource(
   resolver: WorkspaceResolver,
   logger: Logger,
   metrics: WebhookMetrics,
+  index: DependentsIndex | undefined,
 ): { rules: ExportWatch<DependencyRule>; source: RuleSource } {
   // The source registers its change callback when it builds its watch, right below.
   let onRulesChanged = (): void => undefined;
@@ -145,6 +159,7 @@ function ruleSource(
     resolver,
     logger: logger.child({ part: "registry" }),
     metrics,
+    ...(index ? { onRegistry: (registry: RuleRegistry) => index.follow(registry) } : {}),
   });
   return { rules, source };
 }

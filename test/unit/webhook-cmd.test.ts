@@ -23,7 +23,15 @@ describe("parseConfig", () => {
       healthProbeBindAddress: ":8081",
       kcpBaseUrl: undefined,
       minTLSVersion: "TLSv1.2",
+      lookup: "index",
     });
+  });
+
+  it("takes --lookup=live and refuses other modes", () => {
+    const c = parseConfig(["--lookup=live"], env);
+    assert.ok(c !== "help");
+    assert.equal(c.lookup, "live");
+    assert.throws(() => parseConfig(["--lookup=cache"], env), /--lookup: want index or live, got "cache"/);
   });
 
   it("takes caller authentication: a client CA with allowed subjects, and refuses subjects without a CA", () => {

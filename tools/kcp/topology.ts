@@ -64,6 +64,26 @@ export interface TopologyOptions {
   /** Shard for each workspace in a sharded setup (e.g. `{ consumer2: "shard-1" }`); kcp schedules the rest. */
   placement?: Partial<Record<keyof typeof PATHS, string>>;
   log?: (line: string) => void;
+  /**
+   * Which read grant the webhook gets: "index" (default) the providers' consent to the dependents index
+   * (deploy/rbac/provider-index.yaml in each provider workspace), "live" the per-shard `system:admin` grant of the
+   * live lookups (deploy/rbac/system-admin.yaml), "both" both.
+   */
+  grants?: "index" | "live" | "both";
+}
+
+/** The providers of the fixtures and the export each one's rules name as their dependent's. */
+export const PROVIDER_EXPORTS = [
+  { path: PATHS.network, exportName: "network.test.io" },
+  { path: PATHS.compute, exportName: "compute.test.io" },
+] as const;
+
+/** A provider's consent to the dependents index (deploy/rbac/provider-index.yaml) for one of its exports. */
+export async function grantIndex(env: KcpEnv, providerPath: string, exportName: string): Promise<void> {
+  await apply(env.ws(providerPath), file("deploy/rbac/provider-index.yaml"), {
+    WEBHOOK_USER: IDENTITIES.webhook.user,
+    DEPENDENT_EXPORT: exportName,
+  });
 }
 
 export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Promise<Topology> {
@@ -87,9 +107,11 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
   await apply(env.ws(PATHS.depCtrl), file("deploy/kcp/apiexport.yaml"));
   await apply(env.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), RBAC_VARS);
   await apply(env.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS);
-  for (const shardAdmin of env.shardAdmins) {
-    await apply(shardAdmin.forCluster("system:admin"), file("deploy/rbac/system-admin.yaml"), RBAC_VARS);
-  }
+  const grants = opts.grants ?? "live";
+  if (grants !== "index")
+    for (const shardAdmin of env.shardAdmins) {
+      await apply(shardAdmin.forCluster("system:admin"), file("deploy/rbac/system-admin.yaml"), RBAC_VARS);
+    }
 
   log("providers: export their APIs and bind the dep-ctrl export, accepting its webhook-configuration claim");
   await apply(env.ws(PATHS.network), file("test/fixtures/network-provider.yaml"));
@@ -98,6 +120,7 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
     await apply(env.ws(p), depCtrlBinding(PATHS.depCtrl));
     await waitForBinding(env.ws(p), EXPORT_NAME);
   }
+  if (grants !== "live") for (const p of PROVIDER_EXPORTS) await grantIndex(env, p.path, p.exportName);
 
   log("consumers: bind the network and compute APIs");
   for (const p of [PATHS.consumer1, PATHS.consumer2]) {
