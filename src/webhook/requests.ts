@@ -11,7 +11,7 @@ import { BodyError, readBody, type Capacity, type Refusal } from "./limits.ts";
 import type { WebhookMetrics } from "./metrics.ts";
 import type { Replies } from "./replies.ts";
 import { parseReview, reviewReply } from "./review.ts";
-import { route, RULES_PATH, type Route } from "./routes.ts";
+import { LEGACY_ROUTE_DISABLED, route, RULES_PATH, type Route } from "./routes.ts";
 
 export interface RequestDeps {
   handler: AdmissionHandler;
@@ -20,6 +20,8 @@ export interface RequestDeps {
   logger: Logger;
   metrics: WebhookMetrics;
   maxBodyBytes: number;
+  /** Serve the legacy /validate (no provider: rules of every provider match); off, it answers 404. */
+  legacyValidateRoute: boolean;
   authenticate: Authenticate;
   capacity: Capacity;
   replies: Replies;
@@ -33,6 +35,7 @@ export function requestServer(
   deps: RequestDeps,
 ): (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> {
   const { capacity, replies, refused } = deps;
+  let legacyWarned = false;
   return async (req, res) => {
     if (capacity.isOverCapacity(req.socket)) {
       refused("too-many-connections");
@@ -45,8 +48,14 @@ export function requestServer(
       return replies.refuse(req, res, 401, `${unauthenticated}: only kcp may call this webhook`);
     }
     // Answers before the body is read close the connection, so an unread body is never parsed as the next request.
-    const r = route(req.url ?? "/");
-    if (!r.ok) return replies.refuse(req, res, r.code, r.message);
+    const r = route(req.url ?? "/", { legacyValidateRoute: deps.legacyValidateRoute });
+    if (!r.ok) {
+      if (r.message === LEGACY_ROUTE_DISABLED && !legacyWarned) {
+        legacyWarned = true; // once: a VWC still pointing at /validate would otherwise log on every DELETE
+        deps.logger.warn({ remote: req.socket.remoteAddress }, r.message);
+      }
+      return replies.refuse(req, res, r.code, r.message);
+    }
     if (r.rules && !deps.ruleHandler)
       return replies.refuse(req, res, 404, `no handler for ${RULES_PATH}: rule checks are off`);
     if (req.method !== "POST")

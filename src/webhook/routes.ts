@@ -1,5 +1,5 @@
 // Which handler a request's path asks for: /validate/<provider logical cluster> (the URL the controller writes into
-// each provider's VWC), /validate-rules (DependencyRule CREATE/UPDATE), or the legacy /validate (no provider).
+// each provider's VWC), /validate-rules (DependencyRule CREATE/UPDATE), or, only when enabled, the legacy /validate.
 import type { LogicalClusterName } from "../api/types.ts";
 
 export const RULES_PATH = "/validate-rules";
@@ -9,11 +9,28 @@ const LOGICAL_CLUSTER_RE = /^[a-z0-9]([a-z0-9:-]*[a-z0-9])?$/;
 export type Route =
   { ok: true; provider: LogicalClusterName | undefined; rules?: true } | { ok: false; code: number; message: string };
 
-/** `/validate`, `/validate/<logical cluster>` or `/validate-rules`; anything else is not ours. */
-export function route(url: string): Route {
+export interface RouteOptions {
+  /**
+   * Serve the Go original's `/validate` without a provider segment, which matches the rules of every provider for
+   * the deleted group/resource (issue 13). Default false: such a request gets 404 with LEGACY_ROUTE_DISABLED.
+   */
+  legacyValidateRoute?: boolean;
+}
+
+/** Why `/validate` without a provider is refused when the legacy route is off. */
+export const LEGACY_ROUTE_DISABLED =
+  "the legacy route /validate (no provider logical cluster) is disabled: it would match the rules of every " +
+  "provider; point the ValidatingWebhookConfiguration at /validate/<provider logical cluster>, the URL the " +
+  "controller writes";
+
+/** `/validate/<logical cluster>`, `/validate-rules` or (when enabled) `/validate`; anything else is not ours. */
+export function route(url: string, opts: RouteOptions = {}): Route {
   const path = url.split("?")[0] ?? "";
   if (path === RULES_PATH) return { ok: true, provider: undefined, rules: true };
-  if (path === "/validate" || path === "/validate/") return { ok: true, provider: undefined };
+  if (path === "/validate" || path === "/validate/") {
+    if (opts.legacyValidateRoute) return { ok: true, provider: undefined };
+    return { ok: false, code: 404, message: LEGACY_ROUTE_DISABLED };
+  }
   const m = /^\/validate\/([^/]+)\/?$/.exec(path);
   if (!m) return { ok: false, code: 404, message: `no handler for ${path}: use /validate/<provider logical cluster>` };
   let cluster: string;

@@ -1,5 +1,5 @@
 // The webhook's HTTPS server: AdmissionReview admission.k8s.io/v1 at /validate/<provider logical cluster>, at
-// /validate (legacy: no provider, match across all) and at /validate-rules (routes.ts), with a certificate reloaded
+// /validate-rules and, when enabled, at the legacy /validate (routes.ts), with a certificate reloaded
 // when its files change. Each request goes through requests.ts within the limits of limits.ts, answered through
 // replies.ts, the caller checked by authenticate.ts.
 import https from "node:https";
@@ -29,6 +29,12 @@ export interface WebhookServerOptions {
   handler: AdmissionHandler;
   /** Decides DependencyRule CREATE/UPDATE at /validate-rules; without it that path is 404. */
   ruleHandler?: (request: AdmissionRequest) => Promise<Decision>;
+  /**
+   * Serve the Go original's `/validate` without a provider segment, which matches the rules of every provider for
+   * the deleted group/resource. Default false: `/validate` answers 404 with a message saying the route is disabled
+   * and the VWC must point at /validate/<provider logical cluster>.
+   */
+  legacyValidateRoute?: boolean;
   logger: Logger;
   metrics: WebhookMetrics;
   maxBodyBytes?: number;
@@ -87,6 +93,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     logger: log,
     metrics: opts.metrics,
     maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES,
+    legacyValidateRoute: opts.legacyValidateRoute ?? false,
     authenticate,
     capacity,
     replies,

@@ -17,7 +17,7 @@ import type { DependentFinder } from "../../src/webhook/lookup.ts";
 import { matchingDependents } from "../../src/webhook/matching.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
 import { buildRegistry, type RuleRegistry } from "../../src/webhook/registry.ts";
-import { route } from "../../src/webhook/routes.ts";
+import { LEGACY_ROUTE_DISABLED, route } from "../../src/webhook/routes.ts";
 import { startWebhookServer, type WebhookServer } from "../../src/webhook/server.ts";
 import { issueClientCert, makeClientCA, type ClientCert } from "../../tools/kcp/client-certs.ts";
 
@@ -123,6 +123,8 @@ describe("webhook HTTPS server", () => {
   let server: WebhookServer;
   let registry: RuleRegistry | undefined;
   let throwFromHandler = false;
+  /** Starts another server on the same certificate, handler and metrics, logging into logLines. */
+  let start: (extra?: Partial<Parameters<typeof startWebhookServer>[0]>) => Promise<WebhookServer>;
   const metricsRegistry = new Registry();
   const logLines: Record<string, unknown>[] = [];
   const dependents = [{ metadata: { name: "my-vm", namespace: "default" }, spec: { vpcRef: { name: "my-vpc" } } }];
@@ -148,16 +150,19 @@ describe("webhook HTTPS server", () => {
       if (throwFromHandler) throw new Error("boom");
       return real(req, provider);
     };
-    server = await startWebhookServer({
-      host: "127.0.0.1",
-      port: 0,
-      tls: { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") },
-      handler,
-      logger: silentLogger(),
-      metrics,
-      maxBodyBytes: 64 * 1024,
-      certPollMs: 100,
-    });
+    start = (extra = {}) =>
+      startWebhookServer({
+        host: "127.0.0.1",
+        port: 0,
+        tls: { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") },
+        handler,
+        logger,
+        metrics,
+        maxBodyBytes: 64 * 1024,
+        certPollMs: 100,
+        ...extra,
+      });
+    server = await start({ logger: silentLogger() });
   });
 
   after(async () => {
@@ -205,9 +210,33 @@ describe("webhook HTTPS server", () => {
     assert.deepEqual(r.body["response"], { uid: "uid-3", allowed: true });
   });
 
-  it("legacy /validate matches across providers", async () => {
-    const r = await send("/validate", json(review({ uid: "uid-4" })));
-    assert.equal((r.body["response"] as { allowed: boolean }).allowed, false);
+  it("legacy /validate is off by default: 404 saying the route is disabled, and no decision", async () => {
+    const before = logLines.length;
+    const legacyOff = await start();
+    try {
+      for (const path of ["/validate", "/validate/", "/validate?timeout=10s"]) {
+        const r = await post(legacyOff.port, ca, path, json(review({ uid: "uid-4" })));
+        assert.equal(r.status, 404, path);
+        assert.deepEqual(r.body, status(404, "NotFound", LEGACY_ROUTE_DISABLED), path);
+      }
+      assert.match(LEGACY_ROUTE_DISABLED, /disabled.*every provider.*\/validate\/<provider logical cluster>/);
+      const warned = logLines.slice(before).filter((l) => l["msg"] === LEGACY_ROUTE_DISABLED);
+      assert.equal(warned.length, 1, "the misconfiguration is logged once, not on every request");
+    } finally {
+      await legacyOff.close();
+    }
+  });
+
+  it("legacy /validate, when enabled, matches across providers", async () => {
+    const legacy = await start({ legacyValidateRoute: true });
+    try {
+      const r = await post(legacy.port, ca, "/validate", json(review({ uid: "uid-4" })));
+      assert.equal((r.body["response"] as { allowed: boolean }).allowed, false);
+      const free = await post(legacy.port, ca, "/validate/", json(review({ uid: "uid-5", name: "free" })));
+      assert.deepEqual(free.body["response"], { uid: "uid-5", allowed: true });
+    } finally {
+      await legacy.close();
+    }
   });
 
   const denied400 = (uid: string, message: string) => ({
@@ -427,7 +456,15 @@ describe("webhook HTTPS server", () => {
 describe("route", () => {
   it("parses provider paths", () => {
     assert.deepEqual(route("/validate/2x7k9abc?timeout=10s"), { ok: true, provider: "2x7k9abc" });
-    assert.deepEqual(route("/validate"), { ok: true, provider: undefined });
+    assert.deepEqual(route("/validate"), { ok: false, code: 404, message: LEGACY_ROUTE_DISABLED });
+    assert.deepEqual(route("/validate/", { legacyValidateRoute: false }), {
+      ok: false,
+      code: 404,
+      message: LEGACY_ROUTE_DISABLED,
+    });
+    assert.deepEqual(route("/validate", { legacyValidateRoute: true }), { ok: true, provider: undefined });
+    assert.deepEqual(route("/validate/?x=1", { legacyValidateRoute: true }), { ok: true, provider: undefined });
+    assert.deepEqual(route("/validate-rules"), { ok: true, provider: undefined, rules: true });
     assert.deepEqual(route("/validate/%zz"), {
       ok: false,
       code: 400,
