@@ -3,13 +3,20 @@
 // scratch on the shared work loop after every change (level-triggered). Not ready until every endpoint has listed
 // its rules and a registry was built from that complete list; while a newly added endpoint is still listing, it is
 // not ready again, so no DELETE is decided on a partial set of rules.
+//
+// After that first full sync, an endpoint whose list/watch fails (for longer than `brokenAfterMs`) does not make the
+// replica unready: its last-known rules stay, and only the reviews whose rules may come from that shard are refused
+// with 503 (rule-visibility.ts says which). Transitions are logged and the per-endpoint gauge is kept on a timer.
 import type { Logger } from "pino";
-import { GROUP, PLURAL, VERSION, type DependencyRule } from "../api/types.ts";
+import { ruleKeyOf } from "../api/rule.ts";
+import { GROUP, PLURAL, VERSION, ruleKeyString, type DependencyRule } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
-import type { Clock } from "../util/clock.ts";
+import { realClock, type Clock, type Timer } from "../util/clock.ts";
 import { WorkLoop, type PassResult } from "../util/workloop.ts";
 import type { WebhookMetrics } from "./metrics.ts";
 import { buildRegistry, formatProblem, rulePaths, type RuleRegistry } from "./registry.ts";
+import { reportEndpoints, type RuleEndpointMetrics } from "./rule-endpoint-metrics.ts";
+import { withVisibility, type Visibility } from "./rule-visibility.ts";
 
 export const RULES_PATH = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
 
@@ -19,6 +26,12 @@ export interface RuleWatch {
   stop(): void;
   hasSynced(): boolean;
   list(): DependencyRule[];
+  /** Each rule with the endpoint it was listed from (ExportWatch); without it, no rule has a known origin. */
+  listWithEndpoints?(): { endpoint: string; object: DependencyRule }[];
+  /** The endpoints being listed and watched, for the per-endpoint gauge. */
+  endpoints?(): string[];
+  /** What is failing now (ExportWatch.failing); without it, every endpoint counts as healthy. */
+  failing?(): { endpoint: string; error: string }[];
 }
 
 export interface RuleSourceOptions {
@@ -26,7 +39,8 @@ export interface RuleSourceOptions {
   watch: (onChange: () => void) => RuleWatch;
   resolver: { resolve(path: string): Promise<Resolution> };
   logger: Logger;
-  metrics?: WebhookMetrics;
+  /** The per-endpoint gauge is used once createWebhookMetrics provides it (rule-endpoint-metrics.ts). */
+  metrics?: WebhookMetrics & Partial<RuleEndpointMetrics>;
   /** Told every registry built, complete or not (the dependents index follows its dependent types). */
   onRegistry?: (registry: RuleRegistry) => void;
   /** Rebuild delay after a provider path failed to resolve. */
@@ -35,6 +49,10 @@ export interface RuleSourceOptions {
   refreshMs?: number;
   /** How often to look again while the watch has not synced (it does not announce a sync without endpoints). */
   syncPollMs?: number;
+  /** How long an endpoint's list/watch must have been failing before its rules count as unseen (default 5 s). */
+  brokenAfterMs?: number;
+  /** How often endpoint health is looked at for the log and the gauge (decisions look at every review). */
+  healthPollMs?: number;
   clock?: Clock;
 }
 
@@ -47,6 +65,13 @@ export class RuleSource {
   private unsyncedEpoch = 0;
   private complete = false;
   private loggedProblems = new Set<string>();
+  /** Rule key → endpoints it was listed from, for the registry being handed out; undefined: origins unknown. */
+  private ruleEndpoints: ReadonlyMap<string, readonly string[]> | undefined;
+  /** Endpoint → when (clock time) it was first seen failing, in its current run of failures. */
+  private failingSince = new Map<string, number>();
+  /** Endpoints last reported broken, so transitions are logged once. */
+  private reportedBroken = new Set<string>();
+  private healthTimer: Timer | undefined;
 
   constructor(opts: RuleSourceOptions) {
     this.opts = opts;
@@ -63,16 +88,38 @@ export class RuleSource {
   start(): void {
     this.watch.start();
     this.loop.start();
+    this.scheduleHealth();
   }
 
   stop(): void {
+    this.healthTimer?.cancel();
+    this.healthTimer = undefined;
     this.watch.stop();
     void this.loop.stop();
   }
 
-  /** The registry to decide with, or undefined while not every rule is known. */
+  /**
+   * The registry to decide with, or undefined while not every rule is known. While an endpoint is broken, its
+   * `find` marks the matches whose rules may come from there (see rule-visibility.ts).
+   */
   current(): RuleRegistry | undefined {
-    return this.complete && this.watch.hasSynced() ? this.registry : undefined;
+    if (!this.complete || !this.watch.hasSynced() || !this.registry) return undefined;
+    return withVisibility(this.registry, this.visibility());
+  }
+
+  /** The endpoints whose rules cannot be seen now, and where each known rule came from. */
+  visibility(): Visibility {
+    const now = (this.opts.clock ?? realClock).now();
+    const after = this.opts.brokenAfterMs ?? 5_000;
+    const since = new Map<string, number>();
+    const broken = new Map<string, string>();
+    for (const { endpoint, error } of this.watch.failing?.() ?? []) {
+      const first = this.failingSince.get(endpoint) ?? now;
+      since.set(endpoint, first);
+      if (now - first >= after) broken.set(endpoint, error);
+    }
+    this.failingSince = since;
+    return { broken, ruleEndpoints: this.ruleEndpoints };
   }
 
   /** For /readyz: undefined when ready, else why not. */
@@ -92,10 +139,47 @@ export class RuleSource {
     this.loop.enqueue();
   }
 
+  /** Looks at endpoint health every healthPollMs: logs each endpoint turning broken or healthy, sets the gauge. */
+  private scheduleHealth(): void {
+    this.healthTimer = (this.opts.clock ?? realClock).after(this.opts.healthPollMs ?? 1_000, () => {
+      this.checkHealth();
+      this.scheduleHealth();
+    });
+  }
+
+  private checkHealth(): void {
+    const { broken } = this.visibility();
+    for (const [endpoint, error] of broken)
+      if (!this.reportedBroken.has(endpoint))
+        this.opts.logger.warn(
+          { endpoint, error },
+          "cannot list or watch DependencyRules on this endpoint: deciding with the other endpoints' rules, " +
+            "refusing (503) reviews whose rules may come from this one",
+        );
+    for (const endpoint of this.reportedBroken)
+      if (!broken.has(endpoint)) this.opts.logger.info({ endpoint }, "DependencyRules on this endpoint in sync again");
+    this.reportedBroken = new Set(broken.keys());
+    reportEndpoints(this.opts.metrics?.ruleEndpointUnsynced, this.watch.endpoints?.() ?? [], this.reportedBroken);
+  }
+
+  /** The rules, and (when the watch can say) the endpoints each was listed from. */
+  private snapshot(): { rules: DependencyRule[]; origins: Map<string, string[]> | undefined } {
+    const sourced = this.watch.listWithEndpoints?.();
+    if (!sourced) return { rules: this.watch.list(), origins: undefined };
+    const origins = new Map<string, string[]>();
+    for (const { endpoint, object } of sourced) {
+      const key = ruleKeyOf(object);
+      if (!key) continue;
+      const k = ruleKeyString(key);
+      origins.set(k, [...(origins.get(k) ?? []), endpoint]);
+    }
+    return { rules: sourced.map((s) => s.object), origins };
+  }
+
   private async rebuild(): Promise<PassResult> {
     const synced = this.watch.hasSynced();
     const epoch = this.unsyncedEpoch;
-    const rules = this.watch.list();
+    const { rules, origins } = this.snapshot();
     const resolutions = new Map<string, Resolution>();
     await Promise.all(
       rulePaths(rules).map(async (path) => {
@@ -108,6 +192,7 @@ export class RuleSource {
     );
     const registry = buildRegistry(rules, resolutions);
     this.registry = registry;
+    this.ruleEndpoints = origins;
     this.opts.onRegistry?.(registry);
     this.complete = synced && epoch === this.unsyncedEpoch;
     this.report(registry);
