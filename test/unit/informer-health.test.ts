@@ -1,0 +1,115 @@
+// Informer.failing(): an endpoint is failing while its list or watch ends in errors, and while a watch the watchdog
+// dropped (silent past its deadline: a stopped or partitioned shard) has no answering replacement. A normal watch
+// end is no failure. Against a local API-server double; the watchdog runs on fake timers.
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, test } from "node:test";
+import { Informer, type KubeObject, type Timers } from "../../src/kcp/informer.ts";
+import { RestClient } from "../../src/kcp/rest.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
+
+const state = { failLists: false, watches: [] as http.ServerResponse[] };
+const server = http.createServer((req, res) => {
+  const url = new URL(req.url ?? "/", "http://x");
+  if (url.searchParams.get("watch") === "true") {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.flushHeaders();
+    state.watches.push(res);
+    return;
+  }
+  if (state.failLists) {
+    res.writeHead(500, { "content-type": "application/json" });
+    res.end(JSON.stringify({ kind: "Status", code: 500, message: "etcd is sad" }));
+    return;
+  }
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(JSON.stringify({ metadata: { resourceVersion: "7" }, items: [] }));
+});
+await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+const client = new RestClient(base, { headers: async () => ({}) });
+after(() => {
+  client.close();
+  server.closeAllConnections();
+  server.close();
+});
+
+/** Watchdog timers that fire only when the test says so. */
+function fakeTimers() {
+  const pending = new Map<number, () => void>();
+  let id = 0;
+  const timers: Timers = {
+    setTimeout: (fn) => {
+      pending.set(++id, fn);
+      return id;
+    },
+    clearTimeout: (h) => void pending.delete(h as number),
+  };
+  return {
+    timers,
+    fireAll(): void {
+      for (const [k, fn] of [...pending]) {
+        pending.delete(k);
+        fn();
+      }
+    },
+  };
+}
+
+function informer(timers?: Timers) {
+  return new Informer<KubeObject>({
+    client,
+    path: "/things",
+    logger: silentLogger(),
+    onChange: () => undefined,
+    ...(timers ? { timers } : {}),
+  });
+}
+
+test("a failing list shows in failing() with its error, and clears once a list works again", async () => {
+  state.failLists = true;
+  state.watches = [];
+  const inf = informer();
+  inf.setEndpoints([base]);
+  try {
+    const f = await waitFor("the endpoint failing", async () => inf.failing()[0]);
+    assert.equal(f.endpoint, base);
+    assert.match(f.error, /etcd is sad|500/);
+    state.failLists = false;
+    await waitFor("the endpoint healthy again", async () => inf.failing().length === 0 || undefined);
+    assert.equal(inf.hasSynced(), true);
+  } finally {
+    inf.stop();
+    for (const w of state.watches) w.end();
+  }
+});
+
+test("a watch silent past its deadline fails the endpoint until the reopened watch answers", async () => {
+  state.failLists = false;
+  state.watches = [];
+  const clock = fakeTimers();
+  const inf = informer(clock.timers);
+  inf.setEndpoints([base]);
+  try {
+    await waitFor("a watch", async () => state.watches.length > 0 || undefined);
+    assert.deepEqual(inf.failing(), []);
+    clock.fireAll(); // the watchdog: the shard said nothing past the watch's timeout
+    assert.match(inf.failing()[0]?.error ?? "", /watch silent/);
+    await waitFor("the reopened watch", async () => state.watches.length > 1 || undefined);
+    assert.equal(inf.failing().length, 1, "opened, but no answer yet: still failing");
+    state.watches[1]?.write(
+      JSON.stringify({ type: "BOOKMARK", object: { metadata: { resourceVersion: "8" } } }) + "\n",
+    );
+    await waitFor("the answer clears it", async () => inf.failing().length === 0 || undefined);
+
+    // The server ending a watch at its timeout is no failure.
+    state.watches[1]?.end();
+    await waitFor("the next watch", async () => state.watches.length > 2 || undefined);
+    assert.deepEqual(inf.failing(), []);
+  } finally {
+    inf.stop();
+    for (const w of state.watches) w.end();
+  }
+});
