@@ -1,5 +1,5 @@
-// kcp's answers: reading a body within a byte cap, and an error answer as ApiError (HTTP status, the Status object's
-// reason and message).
+// kcp's answers: reading a body within a byte cap or a watch stream line by line, and an error answer as ApiError
+// (HTTP status, the Status object's reason and message).
 import http from "node:http";
 
 /** An error answer from the API server, keeping the HTTP status and the Status object's reason and message. */
@@ -59,6 +59,21 @@ export async function readBody(
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString("utf8");
+}
+
+/** Calls `onLine` for each non-empty line of a streamed answer (a watch: one JSON event per line) until it ends. */
+export async function readLines(res: http.IncomingMessage, onLine: (line: string) => void): Promise<void> {
+  res.setEncoding("utf8");
+  let buffered = "";
+  for await (const chunk of res as AsyncIterable<string>) {
+    buffered += chunk;
+    let nl: number;
+    while ((nl = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, nl).trim();
+      buffered = buffered.slice(nl + 1);
+      if (line !== "") onLine(line);
+    }
+  }
 }
 
 export function toApiError(method: string, url: string, status: number, text: string): ApiError {

@@ -3,9 +3,11 @@
 // client-node's generated clients assume one fixed server per config; kcp needs many bases with one identity.
 import https from "node:https";
 import http from "node:http";
-import { BodyTooLargeError, isApiError, readBody, toApiError } from "./answers.ts";
+import { BodyTooLargeError, isApiError, readBody, readLines, toApiError } from "./answers.ts";
+import { DEFAULT_RETRY_POLICY, retrying429, type RetryPolicy } from "./retry.ts";
 
 export { ApiError, BodyTooLargeError, isApiError } from "./answers.ts";
+export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
 
 export interface Credentials {
   ca?: Buffer | string;
@@ -64,16 +66,25 @@ export const DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024;
 /** Largest body of any other answer: one object (at most 1.5 MiB in kcp) or a Status, with room to spare. */
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
+export interface ClientOptions {
+  /** Connection pool to share (withBase passes its own); default: a new keep-alive agent for the credentials. */
+  agent?: https.Agent | http.Agent | undefined;
+  /** How a 429 is retried (DEFAULT_RETRY_POLICY where not given); `{ maxRetries: 0 }` turns it off. */
+  retry?: Partial<RetryPolicy> | undefined;
+}
+
 export class RestClient {
   readonly baseUrl: string;
   private readonly credentials: Credentials;
   private readonly agent: https.Agent | http.Agent;
+  private readonly retry: RetryPolicy;
 
-  constructor(baseUrl: string, credentials: Credentials, agent?: https.Agent | http.Agent) {
+  constructor(baseUrl: string, credentials: Credentials, opts: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.credentials = credentials;
+    this.retry = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
     this.agent =
-      agent ??
+      opts.agent ??
       (this.baseUrl.startsWith("http:")
         ? new http.Agent({ keepAlive: true, maxSockets: 64 })
         : new https.Agent({
@@ -88,7 +99,7 @@ export class RestClient {
 
   /** The same identity and connection pool against another base URL (a workspace, a shard, a virtual workspace). */
   withBase(baseUrl: string): RestClient {
-    return new RestClient(baseUrl, this.credentials, this.agent);
+    return new RestClient(baseUrl, this.credentials, { agent: this.agent, retry: this.retry });
   }
 
   /** `<base>/clusters/<cluster>`; the base must not already name a cluster. */
@@ -114,11 +125,20 @@ export class RestClient {
     }
   }
 
+  /**
+   * One request, its answer read whole and parsed. A 429 is sent again as the retry policy and Retry-After say, while
+   * `opts.signal` has not aborted; any other status outside 2xx, or the last 429, throws ApiError.
+   */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    const res = await this.send(method, path, opts);
-    const text = await readBody(res, opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, method, this.url(path, opts.query));
-    const status = res.statusCode ?? 0;
-    if (status < 200 || status >= 300) throw toApiError(method, this.url(path, opts.query), status, text);
+    const url = this.url(path, opts.query);
+    const maxBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    const exchange = async () => {
+      const res = await this.send(method, path, opts);
+      const text = await readBody(res, maxBytes, method, url);
+      return { status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"], text };
+    };
+    const { status, text } = await retrying429(exchange, this.retry, opts.signal);
+    if (status < 200 || status >= 300) throw toApiError(method, url, status, text);
     return (text === "" ? undefined : JSON.parse(text)) as T;
   }
 
@@ -186,18 +206,8 @@ export class RestClient {
     const url = this.url(path, query);
     if (status !== 200)
       throw toApiError("WATCH", url, status, await readBody(res, DEFAULT_MAX_BODY_BYTES, "WATCH", url));
-    res.setEncoding("utf8");
-    let buffered = "";
     try {
-      for await (const chunk of res as AsyncIterable<string>) {
-        buffered += chunk;
-        let nl: number;
-        while ((nl = buffered.indexOf("\n")) >= 0) {
-          const line = buffered.slice(0, nl).trim();
-          buffered = buffered.slice(nl + 1);
-          if (line !== "") onEvent(JSON.parse(line) as WatchEvent<T>);
-        }
-      }
+      await readLines(res, (line) => onEvent(JSON.parse(line) as WatchEvent<T>));
     } catch (err) {
       if (signal?.aborted) return;
       throw err;

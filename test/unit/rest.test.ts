@@ -1,10 +1,13 @@
-// RestClient's byte caps against a local HTTP server: a list page over the cap is asked for again with a smaller
+// RestClient against a local HTTP server. Byte caps: a list page over the cap is asked for again with a smaller
 // limit (never kept whole), one item over the cap fails with BodyTooLargeError, and an endless answer is cut off.
+// 429: asked again as Retry-After says (capped), within maxRetries, maxTotalMs and the caller's signal, on a clock
+// and sleep the tests inject, so no test waits for a Retry-After in real time.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { BodyTooLargeError, RestClient, type List } from "../../src/kcp/rest.ts";
+import { BodyTooLargeError, isApiError, RestClient, type List, type RetryPolicy } from "../../src/kcp/rest.ts";
+import { retryAfterMs } from "../../src/kcp/retry.ts";
 
 interface Item {
   metadata: { name: string };
@@ -126,5 +129,182 @@ describe("RestClient byte caps", () => {
       (err: unknown) => err instanceof BodyTooLargeError && /content-length 67108864/.test(err.message),
     );
     client.close();
+  });
+});
+
+describe("RestClient retries 429", () => {
+  let server: http.Server;
+  let base: string;
+  /** Every request seen: method and the list's continue token. */
+  const seen: { method: string; cont: string }[] = [];
+  /** The headers of a 429 to answer the n-th request (from 0) with, or undefined to answer it normally. */
+  let throttle: (n: number) => Record<string, string> | undefined = () => undefined;
+  const store = items(6, 10);
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://x");
+      const cont = url.searchParams.get("continue") ?? "";
+      const n = seen.push({ method: req.method ?? "", cont }) - 1;
+      const busy = throttle(n);
+      if (busy) {
+        const status = {
+          kind: "Status",
+          code: 429,
+          reason: "TooManyRequests",
+          message: "too many requests, slow down",
+        };
+        res.writeHead(429, { "content-type": "application/json", ...busy });
+        return void res.end(JSON.stringify(status));
+      }
+      if (url.pathname === "/fail") return void res.writeHead(500).end("{}");
+      const limit = Number(url.searchParams.get("limit") || "100");
+      const from = Number(cont || "0");
+      const next = from + limit < store.length ? String(from + limit) : undefined;
+      const page = store.slice(from, from + limit);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ metadata: { resourceVersion: "9", ...(next ? { continue: next } : {}) }, items: page }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  /** A clock that only the sleeps move, and the sleeps they asked for. */
+  function fakeTime(start = 0): { slept: number[]; retry: Partial<RetryPolicy> } {
+    let t = start;
+    const slept: number[] = [];
+    const sleep = (ms: number): Promise<void> => {
+      slept.push(ms);
+      t += ms;
+      return Promise.resolve();
+    };
+    return { slept, retry: { sleep, now: () => t } };
+  }
+
+  const client = (retry: Partial<RetryPolicy>) =>
+    new RestClient(base, { headers: () => Promise.resolve({}) }, { retry });
+
+  it("asks for a list page again after a 429, waiting as Retry-After says, and delivers the whole list", async () => {
+    seen.length = 0;
+    throttle = (n) => (n === 1 ? { "retry-after": "2" } : n === 2 ? { "retry-after": "1" } : undefined);
+    const time = fakeTime();
+    const c = client(time.retry);
+    const list = await c.listAll<Item>("/items", { limit: 3 });
+    assert.deepEqual(
+      list.items.map((i) => i.metadata.name),
+      store.map((i) => i.metadata.name),
+    );
+    assert.deepEqual(time.slept, [2000, 1000]);
+    assert.deepEqual(
+      seen.map((s) => s.cont),
+      ["", "3", "3", "3"],
+      "the throttled page is asked for again with the same continue token",
+    );
+    c.close();
+  });
+
+  it("caps a long Retry-After, reads an HTTP date by the injected clock, and waits the default without one", async () => {
+    seen.length = 0;
+    const now = Date.parse("2025-01-01T00:00:00Z");
+    const asked: Record<string, string>[] = [
+      { "retry-after": "120" },
+      { "retry-after": "Wed, 01 Jan 2025 00:00:03 GMT" },
+      {},
+    ];
+    throttle = (n) => asked[n];
+    const time = fakeTime(now);
+    const c = client({ ...time.retry, maxDelayMs: 4000, defaultDelayMs: 700, maxTotalMs: 60_000 });
+    assert.equal((await c.get<List<Item>>("/items")).items.length, 6);
+    // 120 s capped at 4 s; the date 3 s after "now" is 3 s away, less the 4 s already waited: 0; then the default.
+    assert.deepEqual(time.slept, [4000, 0, 700]);
+    c.close();
+  });
+
+  it("retries a write the same way: kcp refuses a 429 before doing anything", async () => {
+    seen.length = 0;
+    throttle = (n) => (n === 0 ? { "retry-after": "1" } : undefined);
+    const time = fakeTime();
+    const c = client(time.retry);
+    await c.request("POST", "/items", { body: { metadata: { name: "x" } } });
+    assert.deepEqual(
+      seen.map((s) => s.method),
+      ["POST", "POST"],
+    );
+    c.close();
+  });
+
+  it("gives up after maxRetries with the 429 as an ApiError", async () => {
+    seen.length = 0;
+    throttle = () => ({ "retry-after": "1" });
+    const time = fakeTime();
+    const c = client({ ...time.retry, maxRetries: 3 });
+    await assert.rejects(
+      c.listAll<Item>("/items"),
+      (err: unknown) => isApiError(err, 429) && /too many requests, slow down/.test(err.message),
+    );
+    assert.equal(seen.length, 4, "the first attempt and three retries");
+    assert.deepEqual(time.slept, [1000, 1000, 1000]);
+    c.close();
+  });
+
+  it("starts no retry whose wait would end past maxTotalMs", async () => {
+    seen.length = 0;
+    throttle = () => ({ "retry-after": "1" });
+    const time = fakeTime();
+    const c = client({ ...time.retry, maxRetries: 10, maxTotalMs: 2500 });
+    await assert.rejects(c.get("/items"), (err: unknown) => isApiError(err, 429));
+    assert.deepEqual(time.slept, [1000, 1000], "a third wait would end at 3 s");
+    assert.equal(seen.length, 3);
+    c.close();
+  });
+
+  it("stops waiting when the caller's signal aborts, with the 429, and sends nothing more", async () => {
+    seen.length = 0;
+    throttle = () => ({ "retry-after": "5" });
+    const c = client({}); // the real sleep: it must honour the signal
+    const started = Date.now();
+    await assert.rejects(c.listAll<Item>("/items", { signal: AbortSignal.timeout(100) }), (err: unknown) =>
+      isApiError(err, 429),
+    );
+    assert.ok(Date.now() - started < 2000, `gave up after ${Date.now() - started} ms, not the 5 s Retry-After`);
+    assert.equal(seen.length, 1);
+    c.close();
+  });
+
+  it("does not retry other errors, and maxRetries 0 turns retrying off", async () => {
+    seen.length = 0;
+    throttle = () => undefined;
+    const time = fakeTime();
+    const c = client(time.retry);
+    await assert.rejects(c.get("/fail"), (err: unknown) => isApiError(err, 500));
+    assert.equal(seen.length, 1);
+    seen.length = 0;
+    throttle = () => ({ "retry-after": "1" });
+    const off = client({ ...time.retry, maxRetries: 0 });
+    await assert.rejects(off.get("/items"), (err: unknown) => isApiError(err, 429));
+    assert.equal(seen.length, 1);
+    assert.deepEqual(time.slept, []);
+    c.close();
+    off.close();
+  });
+});
+
+describe("retryAfterMs", () => {
+  it("reads delta-seconds and HTTP dates, and nothing else", () => {
+    const now = Date.parse("2025-01-01T00:00:00Z");
+    assert.equal(retryAfterMs("7", now), 7000);
+    assert.equal(retryAfterMs(" 0 ", now), 0);
+    assert.equal(retryAfterMs(["2", "9"], now), 2000);
+    assert.equal(retryAfterMs("Wed, 01 Jan 2025 00:00:10 GMT", now), 10_000);
+    assert.equal(retryAfterMs("Tue, 31 Dec 2024 23:00:00 GMT", now), 0, "a date in the past: at once");
+    assert.equal(retryAfterMs("-1", now), undefined);
+    assert.equal(retryAfterMs("soon", now), undefined);
+    assert.equal(retryAfterMs(undefined, now), undefined);
+    assert.equal(retryAfterMs("", now), undefined);
   });
 });
