@@ -97,7 +97,7 @@ export function e2eSuite(
     const kcp = await start();
     try {
       const topo = await setupTopology(kcp, opts);
-      const bins = new Binaries(kcp);
+      const bins = new Binaries(kcp, opts.lookup);
       state = { kcp, topo, bins };
       await bins.startWebhook();
       await bins.startController();

@@ -8,7 +8,7 @@ import type { RestClient } from "../../src/kcp/rest.ts";
 import { apply, createWorkspace, deleteWorkspace, waitForBinding } from "../../tools/kcp/api.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
-import { IDENTITIES, PATHS, RBAC_VARS, waitReady } from "../../tools/kcp/topology.ts";
+import { IDENTITIES, PATHS, PROVIDER_EXPORTS, RBAC_VARS, grantIndex, waitReady } from "../../tools/kcp/topology.ts";
 import {
   VMS,
   VPCS,
@@ -148,13 +148,17 @@ test("11c. a starting webhook denies every delete until its rule registry is syn
   // Grant the standby identity the webhook's bootstrap RBAC, exactly as deploy/rbac/ defines it.
   const vars = { ...RBAC_VARS, WEBHOOK_USER: standby.user };
   await apply(depCtrl, readFileSync(path.join(REPO_ROOT, "deploy/rbac/dep-ctrl-workspace.yaml"), "utf8"), vars);
-  for (const shardAdmin of e2e.kcp.shardAdmins) {
-    await apply(
-      shardAdmin.forCluster("system:admin"),
-      readFileSync(path.join(REPO_ROOT, "deploy/rbac/system-admin.yaml"), "utf8"),
-      vars,
-    );
-  }
+  // Its read grant: the providers' consent to the index, or the per-shard grant of live lookups.
+  if (e2e.bins.lookup === "index")
+    for (const p of PROVIDER_EXPORTS) await grantIndex(e2e.kcp, p.path, p.exportName, standby.user);
+  else
+    for (const shardAdmin of e2e.kcp.shardAdmins) {
+      await apply(
+        shardAdmin.forCluster("system:admin"),
+        readFileSync(path.join(REPO_ROOT, "deploy/rbac/system-admin.yaml"), "utf8"),
+        vars,
+      );
+    }
   await waitReady("webhook", webhook, 120_000);
   assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/free-vpc`), { allowed: true });
   assertDenied(

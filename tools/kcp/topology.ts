@@ -31,6 +31,8 @@ export const IDENTITIES = {
 
 export const TOKENS: TokenUser[] = Object.values(IDENTITIES);
 
+export type LookupMode = "index" | "live";
+
 export const PATHS = {
   depCtrl: "root:dep-ctrl",
   network: "root:network-provider",
@@ -65,11 +67,11 @@ export interface TopologyOptions {
   placement?: Partial<Record<keyof typeof PATHS, string>>;
   log?: (line: string) => void;
   /**
-   * Which read grant the webhook gets: "index" (default) the providers' consent to the dependents index
-   * (deploy/rbac/provider-index.yaml in each provider workspace), "live" the per-shard `system:admin` grant of the
-   * live lookups (deploy/rbac/system-admin.yaml), "both" both.
+   * The webhook's lookup mode, which decides its read grant: "index" (default) the providers' consent to the
+   * dependents index (deploy/rbac/provider-index.yaml in each provider workspace), and nothing on the shards; "live"
+   * the per-shard `system:admin` grant of the live lookups (deploy/rbac/system-admin.yaml).
    */
-  grants?: "index" | "live" | "both";
+  lookup?: LookupMode;
 }
 
 /** The providers of the fixtures and the export each one's rules name as their dependent's. */
@@ -79,9 +81,14 @@ export const PROVIDER_EXPORTS = [
 ] as const;
 
 /** A provider's consent to the dependents index (deploy/rbac/provider-index.yaml) for one of its exports. */
-export async function grantIndex(env: KcpEnv, providerPath: string, exportName: string): Promise<void> {
+export async function grantIndex(
+  env: KcpEnv,
+  providerPath: string,
+  exportName: string,
+  webhookUser: string = IDENTITIES.webhook.user,
+): Promise<void> {
   await apply(env.ws(providerPath), file("deploy/rbac/provider-index.yaml"), {
-    WEBHOOK_USER: IDENTITIES.webhook.user,
+    WEBHOOK_USER: webhookUser,
     DEPENDENT_EXPORT: exportName,
   });
 }
@@ -107,8 +114,8 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
   await apply(env.ws(PATHS.depCtrl), file("deploy/kcp/apiexport.yaml"));
   await apply(env.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), RBAC_VARS);
   await apply(env.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS);
-  const grants = opts.grants ?? "live";
-  if (grants !== "index")
+  const lookup = opts.lookup ?? "index";
+  if (lookup === "live")
     for (const shardAdmin of env.shardAdmins) {
       await apply(shardAdmin.forCluster("system:admin"), file("deploy/rbac/system-admin.yaml"), RBAC_VARS);
     }
@@ -120,7 +127,7 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
     await apply(env.ws(p), depCtrlBinding(PATHS.depCtrl));
     await waitForBinding(env.ws(p), EXPORT_NAME);
   }
-  if (grants !== "live") for (const p of PROVIDER_EXPORTS) await grantIndex(env, p.path, p.exportName);
+  if (lookup === "index") for (const p of PROVIDER_EXPORTS) await grantIndex(env, p.path, p.exportName);
 
   log("consumers: bind the network and compute APIs");
   for (const p of [PATHS.consumer1, PATHS.consumer2]) {
@@ -148,9 +155,12 @@ export class Binaries {
   webhookPort = 0;
   webhook: BinaryProcess | undefined;
   controller: BinaryProcess | undefined;
+  /** The webhook's --lookup; the topology must have been set up with the same mode (its read grant). */
+  readonly lookup: LookupMode;
 
-  constructor(env: KcpEnv) {
+  constructor(env: KcpEnv, lookup: LookupMode = "index") {
     this.env = env;
+    this.lookup = lookup;
     this.certs = makeCerts(path.join(env.rootDir, "webhook-tls"));
   }
 
@@ -173,6 +183,7 @@ export class Binaries {
         `--tls-cert-file=${this.certs.cert}`,
         `--tls-key-file=${this.certs.key}`,
         `--health-probe-bind-address=127.0.0.1:${health}`,
+        `--lookup=${this.lookup}`,
       ],
       path.join(this.env.rootDir, "webhook.log"),
     );
