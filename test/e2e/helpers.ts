@@ -11,6 +11,7 @@ import {
   PATHS,
   TOKENS,
   setupTopology,
+  type LookupMode,
   vmRule,
   type KcpEnv,
   type Topology,
@@ -80,6 +81,13 @@ export interface E2E<K extends KcpEnv = Kcp> {
  * One kcp per e2e file with the whole topology, both binaries running as processes with their own identities, and
  * the VM rule applied in the compute provider. Prints the binaries' and kcp's log tails when a test fails.
  */
+/** `E2E_LOOKUP=live npm run test:e2e:live` runs suites in live lookup mode; index (the default) otherwise. */
+function lookupFromEnv(): LookupMode {
+  const mode = process.env["E2E_LOOKUP"] ?? "index";
+  if (mode !== "index" && mode !== "live") throw new Error(`E2E_LOOKUP: want index or live, got ${mode}`);
+  return mode;
+}
+
 export function e2eSuite(): E2E<Kcp>;
 export function e2eSuite<K extends KcpEnv & { stop(): Promise<void>; logTail(n?: number): string }>(
   start: () => Promise<K>,
@@ -96,8 +104,9 @@ export function e2eSuite(
   before(async () => {
     const kcp = await start();
     try {
-      const topo = await setupTopology(kcp, opts);
-      const bins = new Binaries(kcp, opts.lookup);
+      const lookup = opts.lookup ?? lookupFromEnv();
+      const topo = await setupTopology(kcp, { ...opts, lookup });
+      const bins = new Binaries(kcp, lookup);
       state = { kcp, topo, bins };
       await bins.startWebhook();
       await bins.startController();

@@ -69,9 +69,10 @@ export interface TopologyOptions {
   /**
    * The webhook's lookup mode, which decides its read grant: "index" (default) the providers' consent to the
    * dependents index (deploy/rbac/provider-index.yaml in each provider workspace), and nothing on the shards; "live"
-   * the per-shard `system:admin` grant of the live lookups (deploy/rbac/system-admin.yaml).
+   * the per-shard `system:admin` grant of the live lookups (deploy/rbac/system-admin.yaml); "both" applies both, so
+   * one kcp can run the webhook in either mode (the benchmark compares them side by side).
    */
-  lookup?: LookupMode;
+  lookup?: LookupMode | "both";
 }
 
 /** The providers of the fixtures and the export each one's rules name as their dependent's. */
@@ -115,7 +116,7 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
   await apply(env.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), RBAC_VARS);
   await apply(env.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS);
   const lookup = opts.lookup ?? "index";
-  if (lookup === "live")
+  if (lookup !== "index")
     for (const shardAdmin of env.shardAdmins) {
       await apply(shardAdmin.forCluster("system:admin"), file("deploy/rbac/system-admin.yaml"), RBAC_VARS);
     }
@@ -127,7 +128,7 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
     await apply(env.ws(p), depCtrlBinding(PATHS.depCtrl));
     await waitForBinding(env.ws(p), EXPORT_NAME);
   }
-  if (lookup === "index") for (const p of PROVIDER_EXPORTS) await grantIndex(env, p.path, p.exportName);
+  if (lookup !== "live") for (const p of PROVIDER_EXPORTS) await grantIndex(env, p.path, p.exportName);
 
   log("consumers: bind the network and compute APIs");
   for (const p of [PATHS.consumer1, PATHS.consumer2]) {
@@ -155,8 +156,8 @@ export class Binaries {
   webhookPort = 0;
   webhook: BinaryProcess | undefined;
   controller: BinaryProcess | undefined;
-  /** The webhook's --lookup; the topology must have been set up with the same mode (its read grant). */
-  readonly lookup: LookupMode;
+  /** The webhook's --lookup at its next start; the topology must have granted that mode's reads. */
+  lookup: LookupMode;
 
   constructor(env: KcpEnv, lookup: LookupMode = "index") {
     this.env = env;
