@@ -106,7 +106,7 @@ export function e2eSuite(
     try {
       const lookup = opts.lookup ?? lookupFromEnv();
       const topo = await setupTopology(kcp, { ...opts, lookup });
-      const bins = new Binaries(kcp, lookup);
+      const bins = new Binaries(kcp, lookup === "both" ? "index" : lookup);
       state = { kcp, topo, bins };
       await bins.startWebhook();
       await bins.startController();
