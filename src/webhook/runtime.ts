@@ -12,6 +12,7 @@ import { startHealthServer } from "../observability/health.ts";
 import { loadKeyPair, type TlsFiles } from "./certs.ts";
 import { createAdmissionHandler } from "./handler.ts";
 import { DependentsIndex } from "./index/index.ts";
+import { registerIndexMetrics } from "./index/metrics.ts";
 import { LiveDependentFinder } from "./lookup.ts";
 import type { RuleRegistry } from "./registry.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
@@ -69,6 +70,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
       flags.lookup === "live"
         ? undefined
         : new DependentsIndex({ base: lookupBase, logger: logger.child({ part: "index" }) });
+    if (index) registerIndexMetrics(metricsRegistry, index);
     const { rules, source } = ruleSource(conn, flags.apiExportName, resolver, logger, metrics, index);
     source.start();
     steps.push(() => source.stop());
