@@ -293,6 +293,16 @@ export class Informer<T extends KubeObject, R = T> {
     return out;
   }
 
+  /** Every endpoint with its store, whether it has listed once, and its current failure if any. */
+  endpointStates(): { endpoint: string; store: EndpointStore<T, R>; synced: boolean; error?: string }[] {
+    return [...this.streams].map(([endpoint, s]) => ({
+      endpoint,
+      store: s.store,
+      synced: s.synced,
+      ...(s.lastError !== undefined ? { error: s.lastError } : {}),
+    }));
+  }
+
   /** The current store of every endpoint that has listed at least once. */
   syncedStores(): EndpointStore<T, R>[] {
     return [...this.streams.values()].filter((s) => s.synced).map((s) => s.store);

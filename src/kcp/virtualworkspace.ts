@@ -149,6 +149,16 @@ export class ExportWatch<T extends KubeObject, R = T> {
     return this.objects.syncedStores();
   }
 
+  /** Each endpoint's store and state (see Informer.endpointStates). */
+  endpointStates(): ReturnType<Informer<T, R>["endpointStates"]> {
+    return this.objects.endpointStates();
+  }
+
+  /** True when the endpoint list is known and current: the slice listed, its watch healthy, the endpoints set. */
+  endpointsKnown(): boolean {
+    return this.slices.hasSynced() && this.slices.failing().length === 0 && this.lastUrls === this.currentUrls();
+  }
+
   /** What is failing now: the endpoint slice's list/watch, or an endpoint's. */
   failing(): { endpoint: string; error: string }[] {
     return [...this.slices.failing(), ...this.objects.failing()];

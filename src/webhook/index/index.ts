@@ -99,22 +99,20 @@ export class DependentsIndex implements DependentFinder {
     const key = dependentTypeKey(lookup.dependent);
     const slot = this.slots.get(key);
     const what = describe(lookup);
-    const unavailable = (why: string, detail: string): IndexUnavailableError =>
-      new IndexUnavailableError(`the index of ${what} is ${why}`, `${key}: ${detail}`);
-    if (!slot) throw unavailable("starting", "no watch for this type yet");
+    if (!slot)
+      throw new IndexUnavailableError(`the index of ${what} is starting`, `${key}: no watch for this type yet`);
+    let problem: Answer | undefined;
     for (const w of slot.next ? [slot.current, slot.next] : [slot.current]) {
-      const failing = w.watch.failing();
-      if (failing.length > 0 || !w.watch.hasSynced()) continue;
-      try {
-        return merge(w.watch.syncedStores() as ReferenceStore[], lookup, limit);
-      } catch (err) {
-        if (!(err instanceof NotIndexedError)) throw err;
-      }
+      const answer = answerFrom(w.watch, lookup, limit);
+      if (answer.kind === "found") return answer.found;
+      if (!problem || (problem.kind === "not-indexed" && answer.kind !== "not-indexed")) problem = answer;
     }
-    const failing = slot.current.watch.failing();
-    if (failing.length > 0)
-      throw unavailable("not readable", failing.map((f) => `${f.endpoint}: ${f.error}`).join("; "));
-    throw unavailable("still syncing", "not every endpoint has listed the type with these field paths yet");
+    if (problem?.kind === "failing")
+      throw new IndexUnavailableError(`the index of ${what} is not readable`, `${key}: ${problem.detail}`);
+    throw new IndexUnavailableError(
+      `the index of ${what} is still syncing`,
+      `${key}: not every endpoint has listed the type with these field paths yet`,
+    );
   }
 
   /** One line per watched type: ready, syncing, or failing with the errors. */
@@ -174,22 +172,44 @@ export class DependentsIndex implements DependentFinder {
   }
 }
 
+type Answer =
+  | { kind: "found"; found: FoundDependents }
+  | { kind: "failing"; detail: string }
+  | { kind: "syncing" }
+  | { kind: "not-indexed" };
+
+/**
+ * The answer of one watch (all shards of one type). A consumer workspace lives on one shard: if a healthy endpoint
+ * holds any of its objects, that endpoint alone answers, whatever the other shards are doing. Otherwise "none" is
+ * true only when every endpoint is known, listed and healthy; else the consumer might be on the shard we cannot see.
+ */
+function answerFrom(watch: ExportWatch<KubeObject, IndexedDependent>, lookup: Lookup, limit: number): Answer {
+  try {
+    const states = watch.endpointStates();
+    const home = states.find((e) => e.synced && (e.store as ReferenceStore).hasCluster(lookup.consumer));
+    if (home) {
+      if (home.error !== undefined) return { kind: "failing", detail: `${home.endpoint}: ${home.error}` };
+      return { kind: "found", found: found((home.store as ReferenceStore).find(lookup, limit)) };
+    }
+    const failing = watch.failing();
+    if (failing.length > 0)
+      return { kind: "failing", detail: failing.map((f) => `${f.endpoint}: ${f.error}`).join("; ") };
+    if (!watch.endpointsKnown() || states.some((e) => !e.synced)) return { kind: "syncing" };
+    // Checks the paths are indexed even when nothing is there to find.
+    for (const e of states) (e.store as ReferenceStore).find(lookup, limit);
+    return { kind: "found", found: { ok: true, dependents: [], complete: true } };
+  } catch (err) {
+    if (err instanceof NotIndexedError) return { kind: "not-indexed" };
+    throw err;
+  }
+}
+
+const found = (r: { dependents: FoundDependents["dependents"]; complete: boolean }): FoundDependents => ({
+  ok: true,
+  ...r,
+});
+
 function describe(lookup: Lookup): string {
   const d = lookup.dependent;
   return `${d.resource}${d.group ? "." + d.group : ""}`;
-}
-
-/** A consumer lives on one shard, so at most one store has its dependents; asking all is simplest and cheap. */
-function merge(stores: readonly ReferenceStore[], lookup: Lookup, limit: number): FoundDependents {
-  const dependents: FoundDependents["dependents"] = [];
-  let complete = true;
-  for (const store of stores) {
-    const found = store.find(lookup, limit - dependents.length);
-    dependents.push(...found.dependents);
-    if (!found.complete || dependents.length > limit) {
-      complete = false;
-      break;
-    }
-  }
-  return { ok: true, dependents, complete };
 }

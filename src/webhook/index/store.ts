@@ -34,6 +34,8 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent> 
   /** Objects too large to read at some path, per cluster: they count as referencing every name (fail closed). */
   private readonly unread = new Map<string, Set<string>>();
   private readonly readCap: number;
+  /** Objects per consumer logical cluster: a consumer lives on one shard, so a store that has any is its shard's. */
+  private readonly perCluster = new Map<string, number>();
 
   constructor(paths: readonly FieldPath[], readCap: number = MAX_VISITED_VALUES) {
     this.paths = paths;
@@ -42,6 +44,11 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent> 
 
   get size(): number {
     return this.records.size;
+  }
+
+  /** Whether this endpoint holds any object of `cluster` (then that workspace is on this endpoint's shard). */
+  hasCluster(cluster: string): boolean {
+    return this.perCluster.has(cluster);
   }
 
   values(): Iterable<IndexedDependent> {
@@ -53,6 +60,7 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent> 
     const record = this.compact(obj);
     if (!record) return;
     this.records.set(key, record);
+    this.perCluster.set(record.cluster, (this.perCluster.get(record.cluster) ?? 0) + 1);
     for (const names of record.names) {
       if (names === null) {
         add(this.unread, record.cluster, key);
@@ -70,6 +78,9 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent> 
     const record = this.records.get(key);
     if (!record) return;
     this.records.delete(key);
+    const left = (this.perCluster.get(record.cluster) ?? 1) - 1;
+    if (left > 0) this.perCluster.set(record.cluster, left);
+    else this.perCluster.delete(record.cluster);
     for (const names of record.names) {
       if (names === null) {
         remove(this.unread, record.cluster, key);
