@@ -91,7 +91,10 @@ const EXPIRED = Symbol("expired");
 class EndpointStream<T extends KubeObject, R> {
   store: EndpointStore<T, R>;
   synced = false;
-  /** The last list/watch failure, until a list succeeds again: the store may be stale meanwhile. */
+  /**
+   * The last list/watch failure (or a watch dropped as silent), until a list succeeds or a watch answers again: the
+   * store may be stale meanwhile.
+   */
   lastError: string | undefined;
   private readonly abort = new AbortController();
   private readonly client: RestClient;
