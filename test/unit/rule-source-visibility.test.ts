@@ -10,9 +10,13 @@ import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import type { AdmissionRequest } from "../../src/webhook/admission.ts";
 import { planLookups } from "../../src/webhook/decision.ts";
-import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
+import { createWebhookMetrics, type WebhookMetrics } from "../../src/webhook/metrics.ts";
 import { buildRegistry, type RuleMatch, type RuleEntry } from "../../src/webhook/registry.ts";
-import { RULE_ENDPOINT_UNSYNCED, ruleEndpointMetrics } from "../../src/webhook/rule-endpoint-metrics.ts";
+import {
+  RULE_ENDPOINT_UNSYNCED,
+  ruleEndpointMetrics,
+  type RuleEndpointMetrics,
+} from "../../src/webhook/rule-endpoint-metrics.ts";
 import { inDoubt, withVisibility, type SourcedMatch, type Visibility } from "../../src/webhook/rule-visibility.ts";
 import { RuleSource, type RuleWatch } from "../../src/webhook/rules.ts";
 import { FakeClock } from "../support/fake-clock.ts";
@@ -176,7 +180,9 @@ async function setup() {
   const logs: Record<string, unknown>[] = [];
   const logger = pino({ level: "info" }, { write: (l: string) => logs.push(JSON.parse(l) as Record<string, unknown>) });
   const metricsRegistry = new Registry();
-  const metrics = { ...createWebhookMetrics(metricsRegistry), ...ruleEndpointMetrics([metricsRegistry]) };
+  // The gauge comes with createWebhookMetrics once it is wired in there; until then the test adds it.
+  const base: WebhookMetrics & Partial<RuleEndpointMetrics> = createWebhookMetrics(metricsRegistry);
+  const metrics = base.ruleEndpointUnsynced ? base : { ...base, ...ruleEndpointMetrics([metricsRegistry]) };
   const source = new RuleSource({
     watch: (onChange) => {
       watch.onChange = onChange;
