@@ -80,6 +80,7 @@ export const CONDITION_TYPES = [
   "WorkspacesResolved",
   "WebhooksInstalled",
   "Acyclic",
+  "DependentsIndexed",
 ] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 

@@ -1,5 +1,6 @@
 // The pure middle of a reconcile pass: from what was observed, the writes to make (configurations to create,
 // update or prune) and, once they are made, the statuses that changed. No I/O, no clock: the time comes in as `now`.
+import { dependentTypeKey, type IndexReport } from "../api/index-report.ts";
 import type { ReferencesVerdict } from "../api/references.ts";
 import type { ParsedRule } from "../api/rule.ts";
 import { ruleKeyString, type LogicalClusterName } from "../api/types.ts";
@@ -8,7 +9,7 @@ import { compareStrings } from "../util/json.ts";
 import { findCycles } from "./cycles.ts";
 import { keptWorkspaces, planActions, type Action, type ExistingConfiguration } from "./actions.ts";
 import { desiredConfigurations, type ValidatingWebhookConfiguration } from "./desired.ts";
-import { computeStatus, statusChanged, type InstallResult, type RuleStatus } from "./status.ts";
+import { computeStatus, statusChanged, type InstallResult, type RuleFacts, type RuleStatus } from "./status.ts";
 
 export interface RuleObject {
   metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string> };
@@ -30,6 +31,8 @@ export interface Observation {
   resolutions: ReadonlyMap<string, Resolution>;
   references: ReadonlyMap<string, ReferencesVerdict>;
   caBundle?: string;
+  /** The webhook's dependents index report; absent when the webhook publishes none (live mode, not started). */
+  indexReport?: IndexReport;
 }
 
 export interface WritePlan {
@@ -65,6 +68,13 @@ export interface StatusWrite {
 }
 
 /** The rule statuses that differ from what the rules carry, given how the installs went. */
+/** What the webhook's index report says of this rule's dependent type; undefined without a report. */
+function indexStateOf(rule: ParsedRule, report: IndexReport | undefined): RuleFacts["index"] {
+  if (!report || !rule.dependent) return undefined;
+  const key = dependentTypeKey({ ...rule.dependent, exportCluster: rule.key.cluster });
+  return report[key] ?? { state: "missing" };
+}
+
 export function planStatuses(
   obs: Observation,
   installs: ReadonlyMap<LogicalClusterName, InstallResult>,
@@ -88,9 +98,16 @@ export function planStatuses(
     const key = ruleKeyString(parsed.key);
     const cycle = cycles.get(key);
     const references = obs.references.get(key);
+    const index = indexStateOf(parsed, obs.indexReport);
     const status = computeStatus(
       parsed,
-      { resolutions: own, installs, ...(cycle ? { cycle } : {}), ...(references ? { references } : {}) },
+      {
+        resolutions: own,
+        installs,
+        ...(cycle ? { cycle } : {}),
+        ...(references ? { references } : {}),
+        ...(index ? { index } : {}),
+      },
       object.status as Parameters<typeof computeStatus>[2],
       now,
     );

@@ -3,6 +3,7 @@
 // statuses that changed. Nothing is remembered between passes except caches of facts (which endpoint serves which
 // logical cluster; path → logical cluster in the resolver), each dropped when a write there fails.
 import type { Logger } from "pino";
+import type { IndexReport } from "../api/index-report.ts";
 import { parseRule, referencedPaths, type ParsedRule } from "../api/rule.ts";
 import { CLUSTER_ANNOTATION, GROUP, PLURAL, VERSION, type LogicalClusterName } from "../api/types.ts";
 import { fetchExportFacts } from "../kcp/exports.ts";
@@ -35,6 +36,8 @@ export interface ReconcilerDeps {
   caBundle: () => string | undefined;
   /** The dep-ctrl workspace itself, where the rule admission webhook is configured; undefined turns that off. */
   ruleWebhook?: WorkspaceRequests;
+  /** The webhook's dependents index report (src/api/index-report.ts); undefined when there is none. */
+  readIndexReport?: () => Promise<IndexReport | undefined>;
   /** Checked before every write: a replica that lost the leader lease must stop writing at once. */
   mayWrite: () => boolean;
   exportName: string;
@@ -111,7 +114,28 @@ export class Reconciler {
       ),
     );
     const caBundle = this.d.caBundle();
-    return { rules, existing, resolutions, references, ...(caBundle ? { caBundle } : {}) };
+    const indexReport = await this.indexReport();
+    return {
+      rules,
+      existing,
+      resolutions,
+      references,
+      ...(caBundle ? { caBundle } : {}),
+      ...(indexReport ? { indexReport } : {}),
+    };
+  }
+
+  /** A report that cannot be read is left out (the condition then says nothing) and logged; it never fails a pass. */
+  private async indexReport(): Promise<IndexReport | undefined> {
+    try {
+      return await this.d.readIndexReport?.();
+    } catch (err) {
+      this.d.logger.warn(
+        { err: String(err), hint: "grant the controller get on the configmap in deploy/rbac/dep-ctrl-workspace.yaml" },
+        "cannot read the webhook's dependents index report",
+      );
+      return undefined;
+    }
   }
 
   private async pass(obs: Observation): Promise<PassResult> {

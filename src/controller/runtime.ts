@@ -2,6 +2,8 @@
 // workspace, the webhook-configuration informer that follows the same shard endpoints from startup, the CA bundle
 // file), the reconciler, the work loop, leader election and the health port. Followers keep every informer warm, so
 // a failover starts from a full cache; only the leader runs passes.
+import type { RestClient } from "../kcp/rest.ts";
+import { INDEX_REPORT_PATH, parseIndexReport, type IndexReport } from "../api/index-report.ts";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { Registry } from "prom-client";
@@ -138,9 +140,15 @@ function reconcilerOf(
     clientFor: (endpoint, cluster: LogicalClusterName) => rules.clientFor(endpoint, cluster),
     webhookBaseUrl: config.webhookUrl,
     ...(config.validateRules ? { ruleWebhook: conn.workspaceClient } : {}),
+    readIndexReport: () => readIndexReport(conn.workspaceClient),
     exportName: config.apiExportName,
     ...deps,
   });
+}
+
+/** The webhook's dependents index report, or undefined when there is none (a webhook in live mode, or none yet). */
+async function readIndexReport(client: RestClient): Promise<IndexReport | undefined> {
+  return parseIndexReport(await client.getOptional(INDEX_REPORT_PATH));
 }
 
 /** Leader election (or none): only the leader runs passes; every replica keeps its informers warm. */

@@ -6,6 +6,7 @@ import {
   type DependencyRuleStatus,
   type LogicalClusterName,
 } from "../api/types.ts";
+import type { IndexedTypeState } from "../api/index-report.ts";
 import type { ReferencesVerdict } from "../api/references.ts";
 import type { ParsedRule } from "../api/rule.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
@@ -22,6 +23,8 @@ export interface RuleFacts {
   cycle?: string;
   /** The references checked against kcp; undefined when not checked (invalid spec). */
   references?: ReferencesVerdict;
+  /** The webhook's index of this rule's dependent type; undefined when the webhook reports none (live mode). */
+  index?: IndexedTypeState | { state: "missing" };
 }
 
 export interface RuleStatus extends DependencyRuleStatus {
@@ -104,10 +107,41 @@ function acyclic(rule: ParsedRule, facts: RuleFacts): Verdict {
   return { status: "True", reason: "NoCycle", message: "no dependency cycle through this rule" };
 }
 
+/** From the webhook's index report (src/api/index-report.ts): can the webhook read this rule's dependents? */
+function dependentsIndexed(rule: ParsedRule, index: NonNullable<RuleFacts["index"]>): Verdict {
+  const d = rule.dependent;
+  const what = d ? `${d.resource}.${d.group} through APIExport ${d.apiExportName}` : "the dependent type";
+  switch (index.state) {
+    case "ready":
+      return { status: "True", reason: "Indexed", message: `the webhook indexes ${what}` };
+    case "syncing":
+      return { status: "Unknown", reason: "IndexSyncing", message: `the webhook is listing ${what}` };
+    case "missing":
+      return { status: "Unknown", reason: "NotReported", message: "the webhook has not reported on this rule yet" };
+    case "failing":
+      return index.reason === "Forbidden"
+        ? {
+            status: "False",
+            reason: "IndexForbidden",
+            message:
+              `the webhook may not read ${what}: apply deploy/rbac/provider-index.yaml in this workspace ` +
+              `(DEPENDENT_EXPORT=${d?.apiExportName ?? "<export>"}); until then the DELETEs this rule protects are refused`,
+          }
+        : {
+            status: "False",
+            reason: "IndexFailing",
+            message: `the webhook cannot read ${what} (see its log); until then the DELETEs this rule protects are refused`,
+          };
+  }
+}
+
 function ready(rule: ParsedRule, others: [ConditionType, Verdict][]): Verdict {
   if (rule.problems.length > 0)
     return { status: "False", reason: "InvalidSpec", message: `invalid rule: ${rule.problems.join("; ")}` };
-  const failing = others.filter(([, v]) => v.status !== "True");
+  // An index still syncing or not reported yet is a moment, not a fault: only a failing index makes a rule not Ready.
+  const failing = others.filter(
+    ([t, v]) => v.status !== "True" && !(t === "DependentsIndexed" && v.status === "Unknown"),
+  );
   if (failing.length === 0) return { status: "True", reason: "Ready", message: "deletion protection is installed" };
   return {
     status: "False",
@@ -131,6 +165,7 @@ export function computeStatus(
     ["WorkspacesResolved", workspacesResolved(rule, facts)],
     ["WebhooksInstalled", webhooksInstalled(rule, facts)],
     ["Acyclic", acyclic(rule, facts)],
+    ...(facts.index ? [["DependentsIndexed", dependentsIndexed(rule, facts.index)] as [ConditionType, Verdict]] : []),
   ];
   const verdicts: [ConditionType, Verdict][] = [["Ready", ready(rule, others)], ...others];
   const conditions = verdicts.map(([type, v]): Condition => {

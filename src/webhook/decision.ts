@@ -20,7 +20,8 @@ import {
   type Lookup,
   type LookupResult,
 } from "./admission.ts";
-import { dependentTypeKey, type RuleMatch } from "./registry.ts";
+import { dependentTypeKey } from "../api/index-report.ts";
+import type { RuleMatch } from "./registry.ts";
 
 /** The object being deleted. */
 export interface Target {

@@ -12,6 +12,7 @@
 // resolver keeps the last good answer through later transient failures, so a pending entry is a start-up state.
 import { type FieldPath } from "../fieldpath/fieldpath.ts";
 import { parseRule, referencedPaths, type GroupVersionResource, type ParsedRule } from "../api/rule.ts";
+import { dependentTypeKey } from "../api/index-report.ts";
 import type { Enforcement } from "../api/schema.ts";
 import { ruleKeyString, type GroupResource, type LogicalClusterName } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
@@ -27,11 +28,6 @@ export type DependentType = GroupVersionResource & {
   apiExportName: string;
   exportCluster: LogicalClusterName;
 };
-
-/** `<export cluster>/<export>/<group>/<version>/<resource>`: one index watch per key, shared by every rule naming it. */
-export function dependentTypeKey(d: DependentType): string {
-  return `${d.exportCluster}/${d.apiExportName}/${d.group}/${d.version}/${d.resource}`;
-}
 
 /** One rule as seen from one protected (provider, group/resource): whose objects to list and where to look. */
 export interface RuleEntry {

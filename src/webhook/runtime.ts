@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { DependencyRule } from "../api/types.ts";
 import { fetchExportFacts } from "../kcp/exports.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
-import { isApiError } from "../kcp/rest.ts";
+import { isApiError, type RestClient } from "../kcp/rest.ts";
 import { checkEndpointSlice, ExportWatch, NO_ENDPOINTS_HINT } from "../kcp/virtualworkspace.ts";
 import { WorkspaceResolver } from "../kcp/workspaces.ts";
 import { startHealthServer } from "../observability/health.ts";
@@ -13,6 +13,7 @@ import { loadKeyPair, type TlsFiles } from "./certs.ts";
 import { createAdmissionHandler } from "./handler.ts";
 import { DependentsIndex } from "./index/index.ts";
 import { registerIndexMetrics } from "./index/metrics.ts";
+import { IndexReporter } from "./index/report.ts";
 import { LiveDependentFinder } from "./lookup.ts";
 import type { RuleRegistry } from "./registry.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
@@ -66,15 +67,11 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     const metrics = createWebhookMetrics(metricsRegistry);
     const resolver = new WorkspaceResolver({ base: conn.base });
     const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;
-    const index =
-      flags.lookup === "live"
-        ? undefined
-        : new DependentsIndex({ base: lookupBase, logger: logger.child({ part: "index" }) });
+    const index = flags.lookup === "live" ? undefined : startIndex(conn, lookupBase, logger, steps);
     if (index) registerIndexMetrics(metricsRegistry, index);
     const { rules, source } = ruleSource(conn, flags.apiExportName, resolver, logger, metrics, index);
     source.start();
     steps.push(() => source.stop());
-    if (index) steps.push(() => index.stop());
 
     const handler = createAdmissionHandler({
       registry: () => source.current(),
@@ -124,6 +121,31 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     await stopAll(steps);
     throw err;
   }
+}
+
+/** The dependents index and the reporter publishing its health for the controller (rule status). */
+function startIndex(
+  conn: ReturnType<typeof loadKcpConnection>,
+  base: RestClient,
+  logger: Logger,
+  steps: (() => unknown)[],
+): DependentsIndex {
+  const reporter = new IndexReporter({
+    client: conn.workspaceClient,
+    health: () => index.health(),
+    logger: logger.child({ part: "index-report" }),
+  });
+  const index = new DependentsIndex({
+    base,
+    logger: logger.child({ part: "index" }),
+    onChange: () => reporter.changed(),
+  });
+  reporter.start();
+  steps.push(
+    () => reporter.stop(),
+    () => index.stop(),
+  );
+  return index;
 }
 
 async function endpointsOf(conn: ReturnType<typeof loadKcpConnection>, exportName: string): Promise<string[]> {

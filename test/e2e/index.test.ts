@@ -40,6 +40,20 @@ const SUBNET_RULE = dependencyRule("subnet-needs-vpc", [{ path: PATHS.network, r
   dependent: { group: "network.test.io", kind: "Subnet", resource: "subnets" },
 });
 
+/** Waits for the network rule's condition `type` to have `status` and a message matching `message`. */
+async function ruleCondition(type: string, status: string, message: RegExp): Promise<void> {
+  type WithStatus = { status?: { conditions?: { type: string; status: string; message: string }[] } };
+  await waitFor(
+    `rule subnet-needs-vpc: ${type}=${status} ${message}`,
+    async () => {
+      const r = await network().get<WithStatus>(`${RULES}/subnet-needs-vpc`);
+      const c = r.status?.conditions?.find((x) => x.type === type);
+      return c?.status === status && message.test(c.message) ? true : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 1_000 },
+  );
+}
+
 test("the webhook decides from the index with no read grant on consumer workspaces", async () => {
   await create(consumer1(), vpc("indexed-vpc"), vm("indexed-vm", { vpc: "indexed-vpc" }), vpc("unused-vpc"));
   await waitForProtection(consumer1(), `${at(VPCS)}/indexed-vpc`, true);
@@ -78,6 +92,7 @@ test("a provider's revoked consent refuses only the DELETEs its rules protect, w
     await tryDelete(consumer1(), `${at(VPCS)}/net-vpc`, { dryRun: true }),
     /still referenced by Subnet\/net-subnet$/,
   );
+  await ruleCondition("DependentsIndexed", "True", /the webhook indexes subnets\.network\.test\.io/);
 
   // The network provider withdraws its consent. An open watch keeps streaming until it is reopened (documented in
   // docs/operations.md), so restart the webhook: it must come up ready and decide what it still may.
@@ -107,8 +122,13 @@ test("a provider's revoked consent refuses only the DELETEs its rules protect, w
   );
   assert.deepEqual(await tryDelete(consumer1(), `${at(SUBNETS)}/free-subnet`), { allowed: true });
 
+  // The provider sees it on its rule: not Ready, and which RBAC is missing.
+  await ruleCondition("DependentsIndexed", "False", /apply deploy\/rbac\/provider-index\.yaml in this workspace/);
+  await ruleCondition("Ready", "False", /DependentsIndexed/);
+
   // Consent given again: protection returns without a restart (the watch retries).
   await grantIndex(e2e.kcp, PATHS.network, "network.test.io");
   await waitForProtection(consumer1(), `${at(VPCS)}/net-vpc`, true, 120_000);
+  await ruleCondition("Ready", "True", /installed/);
   await network().request("DELETE", `${RULES}/subnet-needs-vpc`);
 });

@@ -15,7 +15,8 @@ import type { RestClient } from "../../kcp/rest.ts";
 import { ExportWatch } from "../../kcp/virtualworkspace.ts";
 import type { Lookup } from "../admission.ts";
 import type { DependentFinder, FoundDependents } from "../lookup.ts";
-import { dependentTypeKey, type IndexedType, type RuleRegistry } from "../registry.ts";
+import { dependentTypeKey } from "../../api/index-report.ts";
+import type { IndexedType, RuleRegistry } from "../registry.ts";
 import { NotIndexedError, ReferenceStore, type IndexedDependent } from "./store.ts";
 
 /** A lookup the index cannot answer now; `message` is safe to show the deleter, `detail` is for the log. */
