@@ -153,8 +153,8 @@ export class RuleSource {
       if (!this.reportedBroken.has(endpoint))
         this.opts.logger.warn(
           { endpoint, error },
-          "cannot list or watch DependencyRules on this endpoint: deciding with the other endpoints' rules, " +
-            "refusing (503) reviews whose rules may come from this one",
+          "cannot list or watch DependencyRules on this endpoint: the reviews whose rules may come from it are " +
+            "refused (503) until it is back; the others are decided with the rules last seen",
         );
     for (const endpoint of this.reportedBroken)
       if (!broken.has(endpoint)) this.opts.logger.info({ endpoint }, "DependencyRules on this endpoint in sync again");
