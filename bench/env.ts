@@ -10,7 +10,16 @@ import { ApiError, isApiError, type RestClient } from "../src/kcp/rest.ts";
 import { apply, type KObject } from "../tools/kcp/api.ts";
 import { kcpBinDir, startKcp, type Kcp } from "../tools/kcp/harness.ts";
 import { waitFor } from "../tools/kcp/process.ts";
-import { Binaries, IDENTITIES, PATHS, TOKENS, setupTopology, vmRule, type Topology } from "../tools/kcp/topology.ts";
+import {
+  Binaries,
+  IDENTITIES,
+  PATHS,
+  TOKENS,
+  setupTopology,
+  vmRule,
+  type LookupMode,
+  type Topology,
+} from "../tools/kcp/topology.ts";
 import { RULES, VMS, VPCS, VWC_PATH, at, tryDelete, vm, vpc } from "../tools/kcp/objects.ts";
 import { metricValue, parseMetrics, type Sample } from "./stats.ts";
 
@@ -25,16 +34,24 @@ export interface BenchEnv {
   consumer: RestClient;
   /** The webhook's own identity at the kcp base URL: lists through it take the webhook's exact path. */
   webhookIdentity: RestClient;
+  /** Whether the VM rule is on (kept by setProtection): a webhook restarted in another mode must protect the probe. */
+  protected: boolean;
   log: (line: string) => void;
 }
 
-export async function startBench(log: (line: string) => void, kcpArgs: string[] = []): Promise<BenchEnv> {
+export async function startBench(
+  log: (line: string) => void,
+  kcpArgs: string[] = [],
+  lookup: LookupMode = "index",
+): Promise<BenchEnv> {
   log(`starting kcp (single shard: its own front door, no separate front-proxy) ${kcpArgs.join(" ")}`.trim());
   const kcp = await startKcp({ tokens: TOKENS, extraArgs: kcpArgs });
   try {
-    const topo = await setupTopology(kcp, { log: (l) => log(`  ${l}`) });
-    const bins = new Binaries(kcp);
-    log("starting the webhook and the controller as child processes");
+    // Both modes' read grants: the webhook runs in either mode on this kcp, and the bare LIST and the page-size probe
+    // list consumer workspaces with the webhook's identity, which index mode alone does not allow.
+    const topo = await setupTopology(kcp, { log: (l) => log(`  ${l}`), lookup: "both" });
+    const bins = new Binaries(kcp, lookup);
+    log(`starting the webhook (--lookup=${lookup}) and the controller as child processes`);
     await bins.startWebhook();
     await bins.startController();
     const kubeconfig = kcp.kubeconfigFor(IDENTITIES.webhook.token, PATHS.depCtrl, "bench-webhook-identity.kubeconfig");
@@ -44,6 +61,7 @@ export async function startBench(log: (line: string) => void, kcpArgs: string[] 
       bins,
       consumer: kcp.ws(PATHS.consumer1),
       webhookIdentity: loadKcpConnection({ kubeconfig }).base,
+      protected: false,
       log,
     };
     await ensureNamespace(env.consumer, PROBE_NS);
@@ -73,11 +91,18 @@ export async function setProtection(env: BenchEnv, on: boolean): Promise<number>
   const compute = env.kcp.ws(PATHS.compute);
   if (on) await apply(compute, vmRule(env.topo.vars));
   else await compute.request("DELETE", `${RULES}/vm-dependencies`).catch(ignore404);
+  env.protected = on;
   const network = env.kcp.ws(PATHS.network);
   await waitFor(`the VWC to be ${on ? "installed" : "removed"}`, async () => {
     const present = (await network.getOptional(VWC_PATH)) !== undefined;
     return present === on || undefined;
   });
+  await waitForProbe(env, on);
+  return Date.now() - started;
+}
+
+/** Waits until a dry-run DELETE of the probe VPC is denied with 409 (`on`) or allowed. */
+export async function waitForProbe(env: BenchEnv, on: boolean): Promise<void> {
   await waitFor(
     `the probe VPC to be ${on ? "protected" : "unprotected"}`,
     async () => {
@@ -86,6 +111,26 @@ export async function setProtection(env: BenchEnv, on: boolean): Promise<number>
     },
     { timeoutMs: 120_000, intervalMs: 100 },
   );
+}
+
+/**
+ * Runs the webhook in `mode` (a no-op when it already does): stops the process and starts it again with the other
+ * --lookup on the same port, so kcp and the controller stay as they are. With protection on, waits until the probe
+ * VPC is denied again (index mode: the VM type is indexed). Returns the milliseconds it took.
+ */
+export async function useLookup(env: BenchEnv, mode: LookupMode): Promise<number> {
+  if (env.bins.lookup === mode && env.bins.webhook?.proc.running) return 0;
+  env.log(`switching the webhook to --lookup=${mode}`);
+  return restartWebhook(env, mode);
+}
+
+/** Stops the webhook and starts it again in `mode` on the same port; waits as useLookup does. */
+export async function restartWebhook(env: BenchEnv, mode: LookupMode): Promise<number> {
+  const started = Date.now();
+  env.bins.lookup = mode;
+  await env.bins.webhook?.proc.stop();
+  await env.bins.startWebhook();
+  if (env.protected) await waitForProbe(env, true);
   return Date.now() - started;
 }
 

@@ -1,8 +1,10 @@
 // 1. DELETE latency against the number of dependents. One namespace grows to N filler VMs (none references a target)
-// plus one VM named to sort last that references `held-vpc`. For each N, in alternating blocks (protected, then
+// plus one VM named to sort last that references `held-vpc`. For each N and each lookup mode (the webhook restarted
+// with --lookup=index or live; which mode goes first alternates with N), in alternating blocks (protected, then
 // unprotected, then unprotected, then protected: ABBA against drift), we time real DELETEs of fresh VPCs (allowed),
-// DELETEs of held-vpc (denied after the lookup reads the last page), and a bare paginated LIST of the VMs taken with
-// the webhook's identity and URL. The webhook's own decision time comes from its metrics, scraped around each block.
+// DELETEs of held-vpc (denied; in live mode after the lookup reads the last page, in index mode from memory), and a
+// bare paginated LIST of the VMs taken with the webhook's identity and URL (what a live lookup cannot beat). The
+// webhook's own decision time comes from its metrics, scraped around each block.
 //
 // kcp serves these LISTs from its watch cache as consistent reads: right after any write the cache first waits to
 // be confirmed fresh (~100 ms here). So the main series are "settled" (each timed request comes ≥ settleMs after the
@@ -11,6 +13,7 @@ import { parseFieldPath } from "../src/fieldpath/fieldpath.ts";
 import type { Lookup } from "../src/webhook/admission.ts";
 import { DEFAULT_PAGE_SIZE, LiveDependentFinder } from "../src/webhook/lookup.ts";
 import { VPCS, at, tryDelete, vm, vpc } from "../tools/kcp/objects.ts";
+import type { LookupMode } from "../tools/kcp/topology.ts";
 import {
   cacheWait,
   countItems,
@@ -21,6 +24,7 @@ import {
   scrapeKcp,
   scrapeWebhook,
   setProtection,
+  useLookup,
   type BenchEnv,
   type ListCounters,
 } from "./env.ts";
@@ -58,6 +62,10 @@ export interface LatencyOptions {
   pageSizes: number[];
   pageSizeLists: number;
   concurrency: number;
+  /** Lookup modes measured at every N, the webhook restarted between them. */
+  modes: LookupMode[];
+  /** Called after each (N, mode) step, with the webhook still in that mode (e.g. to read its memory). */
+  afterStep?: (result: LatencyResult) => Promise<void>;
 }
 
 export const SERIES = [
@@ -78,6 +86,8 @@ export interface CpuPerOp {
 
 export interface LatencyResult {
   n: number;
+  /** The webhook's --lookup during this step. */
+  mode: LookupMode;
   /** VMs actually in the namespace: N fillers plus the one that references held-vpc. */
   vmsListed: number;
   samplesMs: Record<Series, number[]>;
@@ -99,6 +109,8 @@ export interface LatencyResult {
    */
   kcpCacheWait?: { settled: CacheWait; afterWrite: CacheWait };
   toggleMs: number[];
+  /** Restarting the webhook in this mode before the step (0 when it already ran in it). */
+  switchMs?: number;
   errors: string[];
 }
 
@@ -215,16 +227,12 @@ function delta(after: Sample[], before: Sample[], name: string, labels: Record<s
 
 export async function runLatency(env: BenchEnv, opts: LatencyOptions): Promise<LatencyResult[]> {
   const ws = env.consumer;
-  const vpcPath = (name: string) => `${at(VPCS, LATENCY_NS)}/${name}`;
   await ensureNamespace(ws, LATENCY_NS);
   await createAll(ws, [vpc(HELD_VPC, LATENCY_NS), vm("zz-held-vm", { vpc: HELD_VPC }, LATENCY_NS)]);
-  const listPath = `/clusters/${env.topo.clusters.consumer1}/apis/compute.test.io/v1/namespaces/${LATENCY_NS}/virtualmachines`;
-  const bareList = (limit = DEFAULT_PAGE_SIZE) => env.webhookIdentity.listPages(listPath, () => undefined, { limit });
   const results: LatencyResult[] = [];
-  let protectedNow = true;
   let have = 0;
   const sorted = [...opts.ns].sort((a, b) => a - b);
-  for (const n of sorted) {
+  for (const [idx, n] of sorted.entries()) {
     if (n > have) {
       env.log(`latency: creating VMs ${have}..${n - 1} in ${LATENCY_NS} (${opts.concurrency} in flight)`);
       const t = Date.now();
@@ -235,88 +243,133 @@ export async function runLatency(env: BenchEnv, opts: LatencyOptions): Promise<L
       env.log(`latency: created ${n - have} VMs in ${((Date.now() - t) / 1000).toFixed(1)} s`);
       have = n;
     }
-    const vmsListed = await countItems(env.webhookIdentity, listPath);
-    const step = new Step(env);
-    const blocks: boolean[] = [true, false, false, true]; // ABBA
-    const allowedShares = shares(opts.deletes, 2);
-    const deniedShares = shares(opts.denied, 2);
-    const afterShares = shares(opts.afterWrite, 2);
-    const listShares = shares(opts.lists, 4);
-    for (const [b, on] of blocks.entries()) {
-      if (on !== protectedNow) {
-        step.toggleMs.push(await setProtection(env, on));
-        protectedNow = on;
-      }
-      const half = b < 2 ? 0 : 1;
-      const k = allowedShares[half] ?? 0;
-      const kDenied = on ? (deniedShares[half] ?? 0) : 0;
-      const kAfter = on ? (afterShares[half] ?? 0) : 0;
-      const kLists = listShares[b] ?? 0;
-      const names = Array.from({ length: k }, (_, i) => `del-${n}-${b}-${i}`);
-      const afterNames = Array.from({ length: kAfter }, (_, i) => `aw-${n}-${b}-${i}`);
-      await createAll(
-        ws,
-        [...names, ...afterNames].map((name) => vpc(name, LATENCY_NS)),
-        opts.concurrency,
+    const vmsListed = await countItems(env.webhookIdentity, LIST_PATH(env));
+    // Both modes on the same VMs; which goes first alternates with N, so neither always runs on the warmer kcp.
+    const order = idx % 2 === 0 ? opts.modes : [...opts.modes].reverse();
+    const step: LatencyResult[] = [];
+    for (const mode of order) {
+      const switchMs = await useLookup(env, mode);
+      const result = await measureMode(env, n, mode, vmsListed, opts);
+      result.switchMs = switchMs;
+      const s = result.summary;
+      env.log(
+        `latency N=${n} lookup=${mode}: protected allowed p50 ${s.protectedAllowed.p50.toFixed(1)} ms, ` +
+          `unprotected p50 ${s.unprotected.p50.toFixed(1)} ms, bare LIST p50 ${s.bareList.p50.toFixed(1)} ms`,
       );
-      // Warm up the connections on both hops (not recorded, outside the metrics window), then let the cache settle.
-      if (names[0]) await tryDelete(ws, vpcPath(names[0]), { dryRun: true });
-      await bareList();
-      await sleep(opts.settleMs);
-      const before = on ? await scrapeWebhook(env) : [];
-      const kcpBefore = on ? scrapeKcp(env) : [];
-      for (let i = 0; i < Math.max(k, kDenied, kLists); i++) {
-        const name = names[i];
-        if (name !== undefined) {
-          const r = await step.time(on ? "protectedAllowed" : "unprotected", () => tryDelete(ws, vpcPath(name)));
-          if (!r.allowed) step.errors.push(`DELETE ${name}: expected allowed, got ${r.status} ${r.message}`);
-          await sleep(opts.settleMs);
-        }
-        if (i < kDenied) {
-          const r = await step.time("protectedDenied", () => tryDelete(ws, vpcPath(HELD_VPC)));
-          if (r.allowed || r.status !== 409) {
-            step.errors.push(
-              `DELETE ${HELD_VPC}: expected 409, got ${r.allowed ? "allowed" : `${r.status} ${r.message}`}`,
-            );
-            if (r.allowed) await createAll(ws, [vpc(HELD_VPC, LATENCY_NS)]);
-            await sleep(opts.settleMs);
-          }
-        }
-        if (i < kLists) await step.time("bareList", () => bareList());
-      }
-      if (!on) continue;
-      const middle = await scrapeWebhook(env);
-      const kcpMiddle = scrapeKcp(env);
-      // Right after an unrelated write: POST a VPC (no webhook call), then at once the timed request.
-      for (const [i, name] of afterNames.entries()) {
-        await createAll(ws, [vpc(`w-${n}-${b}-${i}-a`, LATENCY_NS)]);
-        const r = await step.time("afterWriteDelete", () => tryDelete(ws, vpcPath(name)));
-        if (!r.allowed) step.errors.push(`DELETE ${name}: expected allowed, got ${r.status} ${r.message}`);
-        await createAll(ws, [vpc(`w-${n}-${b}-${i}-b`, LATENCY_NS)]);
-        await step.time("afterWriteList", () => bareList());
-      }
-      const after = await scrapeWebhook(env);
-      step.addWait("settledWait", cacheWait(kcpMiddle, kcpBefore));
-      step.addWait("afterWriteWait", cacheWait(scrapeKcp(env), kcpMiddle));
-      step.allowed = add(step.allowed, delta(middle, before, DECISION, { outcome: "allowed" }));
-      step.denied = add(step.denied, delta(middle, before, DECISION, { outcome: "denied" }));
-      step.afterWrite = add(step.afterWrite, delta(after, middle, DECISION, { outcome: "allowed" }));
-      step.lookup = add(step.lookup, delta(after, before, LOOKUP));
+      step.push(result);
+      await opts.afterStep?.(result);
     }
-    const result = toResult(n, vmsListed, step);
-    if (n > 0 && opts.pageSizes.length > 0 && opts.pageSizeLists > 0) {
+    // The page-size probe runs the live finder in this process: it does not depend on the webhook's mode.
+    const host = step.find((r) => r.mode === "live") ?? step[0];
+    if (host && n > 0 && opts.pageSizes.length > 0 && opts.pageSizeLists > 0) {
       env.log(`latency: lookup page-size probe at N=${n}: limits ${opts.pageSizes.join(", ")}`);
-      result.pageSizeProbe = await probePageSizes(env, opts);
+      host.pageSizeProbe = await probePageSizes(env, opts);
     }
-    const s = result.summary;
-    env.log(
-      `latency N=${n}: protected allowed p50 ${s.protectedAllowed.p50.toFixed(1)} ms, ` +
-        `unprotected p50 ${s.unprotected.p50.toFixed(1)} ms, bare LIST p50 ${s.bareList.p50.toFixed(1)} ms`,
-    );
-    results.push(result);
+    results.push(...opts.modes.flatMap((m) => step.filter((r) => r.mode === m)));
   }
-  if (!protectedNow) await setProtection(env, true);
+  if (!env.protected) await setProtection(env, true);
   return results;
+}
+
+const LIST_PATH = (env: BenchEnv): string =>
+  `/clusters/${env.topo.clusters.consumer1}/apis/compute.test.io/v1/namespaces/${LATENCY_NS}/virtualmachines`;
+
+/** One N in one lookup mode: four blocks, protected / unprotected / unprotected / protected (ABBA against drift). */
+async function measureMode(
+  env: BenchEnv,
+  n: number,
+  mode: LookupMode,
+  vmsListed: number,
+  opts: LatencyOptions,
+): Promise<LatencyResult> {
+  const step = new Step(env);
+  const blocks: boolean[] = [true, false, false, true]; // ABBA
+  const allowedShares = shares(opts.deletes, 2);
+  const deniedShares = shares(opts.denied, 2);
+  const afterShares = shares(opts.afterWrite, 2);
+  const listShares = shares(opts.lists, 4);
+  for (const [b, on] of blocks.entries()) {
+    if (on !== env.protected) step.toggleMs.push(await setProtection(env, on));
+    const half = b < 2 ? 0 : 1;
+    await runBlock(env, step, {
+      on,
+      tag: `${n}-${mode[0]}-${b}`,
+      allowed: allowedShares[half] ?? 0,
+      denied: on ? (deniedShares[half] ?? 0) : 0,
+      afterWrite: on ? (afterShares[half] ?? 0) : 0,
+      lists: listShares[b] ?? 0,
+      settleMs: opts.settleMs,
+      concurrency: opts.concurrency,
+    });
+  }
+  return toResult(n, mode, vmsListed, step);
+}
+
+interface Block {
+  on: boolean;
+  /** Unique per N, mode and block: names the block's VPCs. */
+  tag: string;
+  allowed: number;
+  denied: number;
+  afterWrite: number;
+  lists: number;
+  settleMs: number;
+  concurrency: number;
+}
+
+async function runBlock(env: BenchEnv, step: Step, blk: Block): Promise<void> {
+  const ws = env.consumer;
+  const vpcPath = (name: string) => `${at(VPCS, LATENCY_NS)}/${name}`;
+  const bareList = () => env.webhookIdentity.listPages(LIST_PATH(env), () => undefined, { limit: DEFAULT_PAGE_SIZE });
+  const { on, tag } = blk;
+  const names = Array.from({ length: blk.allowed }, (_, i) => `del-${tag}-${i}`);
+  const afterNames = Array.from({ length: blk.afterWrite }, (_, i) => `aw-${tag}-${i}`);
+  await createAll(
+    ws,
+    [...names, ...afterNames].map((name) => vpc(name, LATENCY_NS)),
+    blk.concurrency,
+  );
+  // Warm up the connections on both hops (not recorded, outside the metrics window), then let the cache settle.
+  if (names[0]) await tryDelete(ws, vpcPath(names[0]), { dryRun: true });
+  await bareList();
+  await sleep(blk.settleMs);
+  const before = on ? await scrapeWebhook(env) : [];
+  const kcpBefore = on ? scrapeKcp(env) : [];
+  for (let i = 0; i < Math.max(blk.allowed, blk.denied, blk.lists); i++) {
+    const name = names[i];
+    if (name !== undefined) {
+      const r = await step.time(on ? "protectedAllowed" : "unprotected", () => tryDelete(ws, vpcPath(name)));
+      if (!r.allowed) step.errors.push(`DELETE ${name}: expected allowed, got ${r.status} ${r.message}`);
+      await sleep(blk.settleMs);
+    }
+    if (i < blk.denied) {
+      const r = await step.time("protectedDenied", () => tryDelete(ws, vpcPath(HELD_VPC)));
+      if (r.allowed || r.status !== 409) {
+        step.errors.push(`DELETE ${HELD_VPC}: expected 409, got ${r.allowed ? "allowed" : `${r.status} ${r.message}`}`);
+        if (r.allowed) await createAll(ws, [vpc(HELD_VPC, LATENCY_NS)]);
+        await sleep(blk.settleMs);
+      }
+    }
+    if (i < blk.lists) await step.time("bareList", () => bareList());
+  }
+  if (!on) return;
+  const middle = await scrapeWebhook(env);
+  const kcpMiddle = scrapeKcp(env);
+  // Right after an unrelated write: POST a VPC (no webhook call), then at once the timed request.
+  for (const [i, name] of afterNames.entries()) {
+    await createAll(ws, [vpc(`w-${tag}-${i}-a`, LATENCY_NS)]);
+    const r = await step.time("afterWriteDelete", () => tryDelete(ws, vpcPath(name)));
+    if (!r.allowed) step.errors.push(`DELETE ${name}: expected allowed, got ${r.status} ${r.message}`);
+    await createAll(ws, [vpc(`w-${tag}-${i}-b`, LATENCY_NS)]);
+    await step.time("afterWriteList", () => bareList());
+  }
+  const after = await scrapeWebhook(env);
+  step.addWait("settledWait", cacheWait(kcpMiddle, kcpBefore));
+  step.addWait("afterWriteWait", cacheWait(scrapeKcp(env), kcpMiddle));
+  step.allowed = add(step.allowed, delta(middle, before, DECISION, { outcome: "allowed" }));
+  step.denied = add(step.denied, delta(middle, before, DECISION, { outcome: "denied" }));
+  step.afterWrite = add(step.afterWrite, delta(after, middle, DECISION, { outcome: "allowed" }));
+  step.lookup = add(step.lookup, delta(after, before, LOOKUP));
 }
 
 /**
@@ -382,7 +435,7 @@ async function probePageSizes(env: BenchEnv, opts: LatencyOptions): Promise<Page
   });
 }
 
-function toResult(n: number, vmsListed: number, step: Step): LatencyResult {
+function toResult(n: number, mode: LookupMode, vmsListed: number, step: Step): LatencyResult {
   const summary = Object.fromEntries(SERIES.map((k) => [k, summarize(step.samples[k])])) as Record<Series, Summary>;
   const webhook = {
     allowed: summarizeHistogram(step.allowed),
@@ -393,6 +446,7 @@ function toResult(n: number, vmsListed: number, step: Step): LatencyResult {
   const r = (a: Summary, b: Summary) => ({ p50: a.p50 / b.p50, p95: a.p95 / b.p95, p99: a.p99 / b.p99 });
   return {
     n,
+    mode,
     vmsListed,
     samplesMs: step.samples,
     summary,

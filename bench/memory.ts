@@ -1,10 +1,11 @@
 // 4. Memory: resident set (VmRSS) and its peak (VmHWM) of the webhook and controller processes, read from /proc at
-// labelled moments: idle, after the dependents of the latency phase have been checked, and with many rules loaded.
+// labelled moments: idle (each lookup mode, right after the webhook started in it), after the dependents of the
+// latency phase have been checked (each mode), and with many rules loaded.
 // kcp's own RSS is recorded alongside for scale.
 import type { KObject } from "../tools/kcp/api.ts";
 import { apply } from "../tools/kcp/api.ts";
 import { waitFor } from "../tools/kcp/process.ts";
-import { PATHS } from "../tools/kcp/topology.ts";
+import { PATHS, type LookupMode } from "../tools/kcp/topology.ts";
 import { RULES } from "../tools/kcp/objects.ts";
 import { memoryOf, pool, type BenchEnv, type Memory } from "./env.ts";
 import { metricValue, parseMetrics } from "./stats.ts";
@@ -12,6 +13,8 @@ import { dependencyRule } from "../tools/kcp/rules.ts";
 
 export interface MemorySnapshot {
   label: string;
+  /** The webhook's --lookup at the moment. */
+  lookup: LookupMode;
   rulesLoaded: number;
   webhook?: Memory;
   controller?: Memory;
@@ -29,6 +32,7 @@ export async function snapshot(env: BenchEnv, label: string, settleMs = 3_000): 
   await settle(settleMs);
   const snap: MemorySnapshot = {
     label,
+    lookup: env.bins.lookup,
     rulesLoaded: await gauge(env.bins.webhook?.healthUrl, "dependency_webhook_registry_rules"),
   };
   const webhook = memoryOf(env.bins.webhook?.proc.pid);
@@ -38,7 +42,7 @@ export async function snapshot(env: BenchEnv, label: string, settleMs = 3_000): 
   if (controller) snap.controller = controller;
   if (kcp) snap.kcp = kcp;
   env.log(
-    `memory (${label}): webhook ${webhook?.rssMiB.toFixed(1)} MiB, controller ${controller?.rssMiB.toFixed(1)} MiB`,
+    `memory (${label}, lookup=${env.bins.lookup}): webhook ${webhook?.rssMiB.toFixed(1)} MiB, controller ${controller?.rssMiB.toFixed(1)} MiB`,
   );
   return snap;
 }

@@ -2,15 +2,18 @@
 // the rule deleted and protection confirmed off, applies the rule, and polls a dry-run DELETE of the probe VPC (a
 // real DELETE would remove the VPC while it is still unprotected) every 50 ms; the webhook is called for dry runs
 // too. The moment the controller's VWC appears is polled alongside, to split controller time from kcp + webhook time.
+// Run once per lookup mode; in index mode the time to the first denial includes the webhook listing the new
+// dependent type through its APIExport virtual workspace (deleting the rule stops that type's watch).
 import { apply } from "../tools/kcp/api.ts";
-import { PATHS, vmRule } from "../tools/kcp/topology.ts";
+import { PATHS, vmRule, type LookupMode } from "../tools/kcp/topology.ts";
 import { VWC_PATH, tryDelete } from "../tools/kcp/objects.ts";
-import { PROBE_VPC, setProtection, type BenchEnv } from "./env.ts";
+import { PROBE_VPC, setProtection, useLookup, type BenchEnv } from "./env.ts";
 import { summarize, type Summary } from "./stats.ts";
 
 export interface RuleOptions {
   trials: number;
   timeoutMs: number;
+  modes: LookupMode[];
 }
 
 export interface RuleTrial {
@@ -23,6 +26,7 @@ export interface RuleTrial {
 }
 
 export interface RuleResult {
+  mode: LookupMode;
   trials: RuleTrial[];
   summary: { vwcMs: Summary; deniedMs: Summary; offMs: Summary };
   pollIntervalMs: number;
@@ -32,7 +36,16 @@ export interface RuleResult {
 const POLL_MS = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function runRule(env: BenchEnv, opts: RuleOptions): Promise<RuleResult> {
+export async function runRule(env: BenchEnv, opts: RuleOptions): Promise<RuleResult[]> {
+  const results: RuleResult[] = [];
+  for (const mode of opts.modes) {
+    await useLookup(env, mode);
+    results.push(await trialsIn(env, mode, opts));
+  }
+  return results;
+}
+
+async function trialsIn(env: BenchEnv, mode: LookupMode, opts: RuleOptions): Promise<RuleResult> {
   const trials: RuleTrial[] = [];
   const errors: string[] = [];
   const network = env.kcp.ws(PATHS.network);
@@ -58,12 +71,13 @@ export async function runRule(env: BenchEnv, opts: RuleOptions): Promise<RuleRes
     if (Number.isNaN(deniedMs)) errors.push(`trial ${i}: no denied DELETE within ${opts.timeoutMs} ms`);
     trials.push({ vwcMs, deniedMs, offMs });
     env.log(
-      `rule trial ${i + 1}/${opts.trials}: VWC after ${vwcMs.toFixed(0)} ms, denied after ${deniedMs.toFixed(0)} ms`,
+      `rule lookup=${mode} trial ${i + 1}/${opts.trials}: VWC after ${vwcMs.toFixed(0)} ms, denied after ${deniedMs.toFixed(0)} ms`,
     );
   }
   await setProtection(env, true);
   const pick = (k: keyof RuleTrial) => summarize(trials.map((t) => t[k]).filter((v) => !Number.isNaN(v)));
   return {
+    mode,
     trials,
     summary: { vwcMs: pick("vwcMs"), deniedMs: pick("deniedMs"), offMs: pick("offMs") },
     pollIntervalMs: POLL_MS,

@@ -1,14 +1,19 @@
 // `npm run bench` (node bench/run.ts): what deletion protection costs, measured on a real kcp with the controller
 // and the webhook as processes. Progress goes to stderr, the tables to stdout, the raw samples to a JSON file.
 //
-//   --smoke                 tiny sizes, runs in about a minute (the test suite runs it so the benchmark never rots)
-//   --only=latency,teardown,rule,memory
-//   --n=0,100,1000,10000    dependents per latency step       --deletes=200  allowed DELETEs per N and mode
-//   --denied=200            denied DELETEs per N              --lists=50     bare LISTs per N
+//   --smoke                 tiny sizes, runs in a few minutes (the test suite runs it so the benchmark never rots)
+//   --only=latency,teardown,index-delay,rule,memory,index-memory
+//   --lookup=index,live     the webhook's lookup modes compared (restarted between them on the same kcp)
+//   --n=0,100,1000,10000    dependents per latency step       --deletes=200  allowed DELETEs per N, mode and on/off
+//   --denied=200            denied DELETEs per N and mode     --lists=50     bare LISTs per N and mode
 //   --after-write=50        DELETEs and LISTs per N timed right after a write    --settle-ms=150  pause after writes
 //   --page-sizes=500,1000,2000,5000 --page-size-lists=10      the webhook's lookup code by page size, every N > 0
 //   --teardown=100,500,2000 VPC/VM pairs per namespace        --teardown-timeout=600 seconds per teardown
-//   --trials=20             rule-to-protection trials         --rules=100    rules loaded for the memory reading
+//   --delay-samples=50      index-delay samples per mode on a quiet kcp
+//   --delay-load=2000       pairs torn down while index-delay samples are taken (index mode; 0 = skip)
+//   --trials=20             rule-to-protection trials per mode --rules=100   rules loaded for the memory reading
+//   --mem-workspaces=100 --mem-per-workspace=1000             index-memory: consumer workspaces and VMs in each
+//   --mem-settle-ms=10000   pause before each index-memory RSS reading
 //   --concurrency=24        POSTs in flight while creating    --out=bench/results   directory for the JSON
 //   --kcp-arg=--flag=value  extra `kcp start` flag (repeatable), e.g. a feature gate to compare against
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -17,14 +22,18 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { DEFAULT_PAGE_SIZE } from "../src/webhook/lookup.ts";
 import { REPO_ROOT } from "../tools/kcp/harness.ts";
-import { machineFacts, startBench, stopBench } from "./env.ts";
+import { machineFacts, startBench, stopBench, useLookup, type BenchEnv } from "./env.ts";
 import { LATENCY_NS, runLatency } from "./latency.ts";
+import type { LookupMode } from "../tools/kcp/topology.ts";
+import { runDelay } from "./delay.ts";
+import { runIndexMemory } from "./index-memory.ts";
 import { snapshot, withRules, type MemorySnapshot } from "./memory.ts";
-import { render, type BenchReport } from "./report.ts";
+import { errorsOf, render, type BenchReport } from "./report.ts";
 import { runRule } from "./rule.ts";
 import { runTeardown } from "./teardown.ts";
 
-const PHASES = ["latency", "teardown", "rule", "memory"] as const;
+const PHASES = ["latency", "teardown", "index-delay", "rule", "memory", "index-memory"] as const;
+const MODES: readonly LookupMode[] = ["index", "live"];
 type Phase = (typeof PHASES)[number];
 
 const FULL = {
@@ -40,6 +49,12 @@ const FULL = {
   "teardown-timeout": "600",
   trials: "20",
   rules: "100",
+  lookup: "index,live",
+  "delay-samples": "50",
+  "delay-load": "2000",
+  "mem-workspaces": "100",
+  "mem-per-workspace": "1000",
+  "mem-settle-ms": "10000",
 };
 const SMOKE: typeof FULL = {
   n: "0,20",
@@ -54,6 +69,12 @@ const SMOKE: typeof FULL = {
   "teardown-timeout": "120",
   trials: "2",
   rules: "5",
+  lookup: "index,live",
+  "delay-samples": "3",
+  "delay-load": "10",
+  "mem-workspaces": "3",
+  "mem-per-workspace": "20",
+  "mem-settle-ms": "2000",
 };
 
 const { values } = parseArgs({
@@ -78,6 +99,12 @@ const ints = (s: string): number[] =>
 const int = (k: keyof typeof FULL): number => ints(opt(k))[0] ?? 0;
 const only = new Set<Phase>((values.only?.split(",") ?? PHASES).map((p) => p.trim() as Phase));
 for (const p of only) if (!PHASES.includes(p)) throw new Error(`--only: unknown phase "${p}" (${PHASES.join(", ")})`);
+const modes = opt("lookup")
+  .split(",")
+  .map((m) => m.trim())
+  .filter((m) => m !== "") as LookupMode[];
+for (const m of modes) if (!MODES.includes(m)) throw new Error(`--lookup: unknown mode "${m}" (${MODES.join(", ")})`);
+if (modes.length === 0) throw new Error("--lookup: name at least one mode");
 const concurrency = Number.parseInt(values.concurrency, 10);
 const custom =
   Object.keys(FULL).some((k) => given[k] !== undefined) || values.only !== undefined || values["kcp-arg"] !== undefined;
@@ -100,82 +127,113 @@ function otherKcps(ownPid: number | undefined): number {
   return count;
 }
 
+function notesFor(others: number): string[] {
+  return [
+    "single-shard kcp: `kcp start` is its own front door, so 'through the front-proxy' means through kcp itself",
+    `lookup modes: ${modes.join(", ")}; the webhook process is restarted with the other --lookup on the same kcp and ` +
+      "port (the controller keeps running); index mode decides from a watch of the VMs through the compute " +
+      "provider's APIExport virtual workspace, live mode lists the VMs in the consumer workspace on every DELETE",
+    "the client is this process's keep-alive JSON client (one HTTPS connection pool, as kubectl keeps one), " +
+      "DELETEs addressed by workspace path (root:consumer1) like kubectl; requests are sequential",
+    "unprotected = the DependencyRule deleted and the controller's VWC gone (kcp's own DELETE cost); " +
+      "blocks alternate protected/unprotected/unprotected/protected per N and mode; which mode goes first " +
+      "alternates with N",
+    `bare LIST = the webhook's own identity and URL (logical cluster, namespace, limit=${DEFAULT_PAGE_SIZE}, all pages), ` +
+      "parsed as JSON: the floor a live lookup cannot beat (the topology grants both modes' reads for it)",
+    "kcp serves the live lookup's LIST from its watch cache as a consistent read, which first waits for the cache " +
+      "to be confirmed fresh after any write; settled series leave settle-ms after each write, 'after a write' " +
+      "series don't",
+    `N fillers reference no target; the denied variant deletes held-vpc, referenced only by zz-held-vm, which ` +
+      `sorts last so a live lookup reads every page (the namespace holds N+1 VMs)`,
+    `this machine had ${others} other kcp server(s) running at the start (other engineers' tests): ` +
+      "timings are noisy; compare figures within this run, not across runs",
+  ];
+}
+
+async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
+  const memory: MemorySnapshot[] = [];
+  if (only.has("memory"))
+    for (const mode of modes) {
+      await useLookup(env, mode);
+      memory.push(await snapshot(env, "idle, 1 rule", 5_000));
+    }
+  if (only.has("latency")) {
+    const max = Math.max(...ints(opt("n")));
+    report.latency = await runLatency(env, {
+      ns: ints(opt("n")),
+      deletes: int("deletes"),
+      denied: int("denied"),
+      lists: int("lists"),
+      afterWrite: int("after-write"),
+      settleMs: int("settle-ms"),
+      pageSizes: ints(opt("page-sizes")),
+      pageSizeLists: int("page-size-lists"),
+      concurrency,
+      modes,
+      afterStep: async (r) => {
+        if (only.has("memory") && r.n === max)
+          memory.push(await snapshot(env, `after checking ${max} dependents per DELETE`));
+      },
+    });
+    // The latency namespace is no longer needed; drop it so later phases run on a lighter kcp.
+    await env.consumer.request("DELETE", `/api/v1/namespaces/${LATENCY_NS}`).catch(() => undefined);
+  }
+  if (only.has("teardown")) {
+    const timeoutMs = int("teardown-timeout") * 1000;
+    report.teardown = await runTeardown(env, { ns: ints(opt("teardown")), concurrency, timeoutMs, modes });
+  }
+  if (only.has("index-delay")) {
+    report.delay = await runDelay(env, {
+      samples: int("delay-samples"),
+      loadPairs: int("delay-load"),
+      modes,
+      concurrency,
+      timeoutMs: int("teardown-timeout") * 1000,
+    });
+  }
+  if (only.has("rule")) report.rule = await runRule(env, { trials: int("trials"), timeoutMs: 120_000, modes });
+  if (only.has("memory")) {
+    const total = int("rules");
+    const removeRules = await withRules(env, total, 8);
+    memory.push(await snapshot(env, `${total} rules loaded`, 5_000));
+    await removeRules();
+    report.memory = memory;
+  }
+  // Last: it leaves its workspaces and dependents behind (the run ends with kcp).
+  if (only.has("index-memory") && modes.includes("index")) {
+    report.indexMemory = await runIndexMemory(env, {
+      workspaces: int("mem-workspaces"),
+      perWorkspace: int("mem-per-workspace"),
+      concurrency,
+      settleMs: int("mem-settle-ms"),
+      timeoutMs: 600_000,
+    });
+  }
+}
+
 async function main(): Promise<number> {
   const started = Date.now();
-  const env = await startBench(log, values["kcp-arg"] ?? []);
+  const env = await startBench(log, values["kcp-arg"] ?? [], modes[0]);
   try {
     const facts = await machineFacts(env);
-    const others = otherKcps(env.kcp.process.pid);
-    const notes = [
-      "single-shard kcp: `kcp start` is its own front door, so 'through the front-proxy' means through kcp itself",
-      "the client is this process's keep-alive JSON client (one HTTPS connection pool, as kubectl keeps one), " +
-        "DELETEs addressed by workspace path (root:consumer1) like kubectl; requests are sequential",
-      "unprotected = the DependencyRule deleted and the controller's VWC gone (kcp's own DELETE cost); " +
-        "blocks alternate protected/unprotected/unprotected/protected per N",
-      `bare LIST = the webhook's own identity and URL (logical cluster, namespace, limit=${DEFAULT_PAGE_SIZE}, all pages), ` +
-        "parsed as JSON: the floor a live lookup cannot beat",
-      "kcp serves the lookup's LIST from its watch cache as a consistent read, which first waits for the cache to " +
-        "be confirmed fresh after any write; settled series leave settle-ms after each write, 'after a write' " +
-        "series don't",
-      `N fillers reference no target; the denied variant deletes held-vpc, referenced only by zz-held-vm, which ` +
-        `sorts last so the lookup reads every page (the namespace holds N+1 VMs)`,
-      `this machine had ${others} other kcp server(s) running at the start (other engineers' tests): ` +
-        "timings are noisy; compare figures within this run, not across runs",
-    ];
     const report: BenchReport = {
       date: new Date().toISOString(),
       command: `node bench/run.ts ${process.argv.slice(2).join(" ")}`.trim(),
       mode: values.smoke ? "smoke" : custom ? "custom" : "full",
+      lookupModes: modes,
       machine: { ...facts, loadAverageAtEnd: [] },
-      notes,
+      notes: notesFor(otherKcps(env.kcp.process.pid)),
       options: { ...preset, ...values, concurrency },
       durationS: 0,
     };
-    const memory: MemorySnapshot[] = [];
-    if (only.has("memory")) memory.push(await snapshot(env, "idle, 1 rule", 5_000));
-    if (only.has("latency")) {
-      report.latency = await runLatency(env, {
-        ns: ints(opt("n")),
-        deletes: int("deletes"),
-        denied: int("denied"),
-        lists: int("lists"),
-        afterWrite: int("after-write"),
-        settleMs: int("settle-ms"),
-        pageSizes: ints(opt("page-sizes")),
-        pageSizeLists: int("page-size-lists"),
-        concurrency,
-      });
-      const max = Math.max(...ints(opt("n")));
-      if (only.has("memory")) memory.push(await snapshot(env, `after checking ${max} dependents per DELETE`));
-      // The latency namespace is no longer needed; drop it so later phases run on a lighter kcp.
-      await env.consumer.request("DELETE", `/api/v1/namespaces/${LATENCY_NS}`).catch(() => undefined);
-    }
-    if (only.has("teardown")) {
-      report.teardown = await runTeardown(env, {
-        ns: ints(opt("teardown")),
-        concurrency,
-        timeoutMs: int("teardown-timeout") * 1000,
-      });
-    }
-    if (only.has("rule")) report.rule = await runRule(env, { trials: int("trials"), timeoutMs: 120_000 });
-    if (only.has("memory")) {
-      const total = int("rules");
-      const removeRules = await withRules(env, total, 8);
-      memory.push(await snapshot(env, `${total} rules loaded`, 5_000));
-      await removeRules();
-      report.memory = memory;
-    }
+    await phases(env, report);
     report.machine.loadAverageAtEnd = os.loadavg();
     report.durationS = (Date.now() - started) / 1000;
     const file = path.join(values.out, `${report.date.replace(/[:.]/g, "-")}.json`);
     mkdirSync(values.out, { recursive: true });
     writeFileSync(file, JSON.stringify(report, null, 2) + "\n");
     process.stdout.write(render(report) + "\n\n" + `raw samples: ${file}\n`);
-    const failed =
-      (report.latency ?? []).some((l) => l.errors.length > 0) ||
-      (report.teardown ?? []).some((t) => t.error) ||
-      (report.rule?.errors.length ?? 0) > 0;
-    return failed ? 1 : 0;
+    return errorsOf(report).length > 0 ? 1 : 0;
   } catch (err) {
     process.stderr.write(`${env.bins.logTails(30)}\n--- kcp log tail ---\n${env.kcp.logTail(30)}\n`);
     throw err;

@@ -1,8 +1,11 @@
 // 2. Namespace teardown: a namespace holding N VPC/VM pairs (every VM references its VPC) is deleted and timed until
-// the namespace is gone, with and without the webhook. Webhook calls and denials during the teardown come from the
-// decisions counter; the decision histogram's sum is the total time the webhook spent deciding.
+// the namespace is gone, with and without the webhook, in each lookup mode (the webhook restarted between modes; the
+// "without" runs are repeated per mode so each mode's ratio compares neighbours in time). Webhook calls and denials
+// during the teardown come from the decisions counter; the decision histogram's sum is the total time the webhook
+// spent deciding.
 import { vm, vpc } from "../tools/kcp/objects.ts";
 import { waitFor } from "../tools/kcp/process.ts";
+import type { LookupMode } from "../tools/kcp/topology.ts";
 import {
   cacheWait,
   createAll,
@@ -10,6 +13,7 @@ import {
   scrapeKcp,
   scrapeWebhook,
   setProtection,
+  useLookup,
   type BenchEnv,
 } from "./env.ts";
 import {
@@ -25,10 +29,13 @@ export interface TeardownOptions {
   ns: number[];
   concurrency: number;
   timeoutMs: number;
+  modes: LookupMode[];
 }
 
 export interface TeardownResult {
   n: number;
+  /** The webhook's --lookup (for "without the webhook" too: the run that belongs to this mode's pair). */
+  mode: LookupMode;
   protected: boolean;
   /** From the namespace DELETE to its GET answering 404 (polled every 200 ms). */
   teardownMs: number;
@@ -46,53 +53,68 @@ const DECISION_SECONDS = "dependency_webhook_decision_duration_seconds";
 
 export async function runTeardown(env: BenchEnv, opts: TeardownOptions): Promise<TeardownResult[]> {
   const results: TeardownResult[] = [];
-  let protectedNow = true;
   for (const [idx, n] of opts.ns.entries()) {
-    // Alternate which mode goes first so neither always runs on the warmer (or more loaded) kcp.
-    const modes = idx % 2 === 0 ? [true, false] : [false, true];
-    for (const on of modes) {
-      if (on !== protectedNow) {
-        await setProtection(env, on);
-        protectedNow = on;
+    // Alternate which mode, and within it which of on/off, goes first, so neither always runs on the warmer kcp.
+    const modes = idx % 2 === 0 ? opts.modes : [...opts.modes].reverse();
+    for (const [m, mode] of modes.entries()) {
+      await useLookup(env, mode);
+      const order = (idx + m) % 2 === 0 ? [true, false] : [false, true];
+      for (const on of order) {
+        if (on !== env.protected) await setProtection(env, on);
+        const last = await teardownOnce(env, n, mode, on, opts);
+        results.push(last);
+        env.log(
+          `teardown N=${n} lookup=${mode} ${on ? "protected" : "unprotected"}: ` +
+            `${(last.teardownMs / 1000).toFixed(1)} s, webhook calls ${JSON.stringify(last.webhookCalls)}`,
+        );
       }
-      results.push(await teardownOnce(env, n, on, opts));
-      const last = results.at(-1);
-      env.log(
-        `teardown N=${n} ${on ? "protected" : "unprotected"}: ${((last?.teardownMs ?? NaN) / 1000).toFixed(1)} s, ` +
-          `webhook calls ${JSON.stringify(last?.webhookCalls)}`,
-      );
     }
   }
-  if (!protectedNow) await setProtection(env, true);
+  if (!env.protected) await setProtection(env, true);
   return results;
 }
 
-async function teardownOnce(env: BenchEnv, n: number, on: boolean, opts: TeardownOptions): Promise<TeardownResult> {
-  const ws = env.consumer;
-  const ns = `td-${n}-${on ? "p" : "u"}`;
-  await ensureNamespace(ws, ns);
+/** Creates `n` VPC/VM pairs (each VM references its VPC) in a new namespace `ns`; returns the milliseconds it took. */
+export async function createPairs(env: BenchEnv, ns: string, n: number, concurrency: number): Promise<number> {
+  await ensureNamespace(env.consumer, ns);
   const t0 = Date.now();
   const objects = Array.from({ length: n }, (_, i) => {
     const id = String(i).padStart(5, "0");
     return [vpc(`vpc-${id}`, ns), vm(`vm-${id}`, { vpc: `vpc-${id}` }, ns)];
   }).flat();
-  await createAll(ws, objects, opts.concurrency);
-  const createMs = Date.now() - t0;
+  await createAll(env.consumer, objects, concurrency);
+  return Date.now() - t0;
+}
 
-  const before = await scrapeWebhook(env);
-  const kcpBefore = scrapeKcp(env);
-  const started = Date.now();
-  let error: string | undefined;
+/** Deletes the namespace and waits until its GET answers 404 (polled every 200 ms); the error on a timeout. */
+export async function deleteNamespace(env: BenchEnv, ns: string, timeoutMs: number): Promise<string | undefined> {
+  const ws = env.consumer;
   await ws.request("DELETE", `/api/v1/namespaces/${ns}`);
   try {
     await waitFor(
       `namespace ${ns} to be gone`,
       async () => (await ws.getOptional(`/api/v1/namespaces/${ns}`)) === undefined || undefined,
-      { timeoutMs: opts.timeoutMs, intervalMs: 200 },
+      { timeoutMs, intervalMs: 200 },
     );
+    return undefined;
   } catch (err) {
-    error = (err as Error).message;
+    return (err as Error).message;
   }
+}
+
+async function teardownOnce(
+  env: BenchEnv,
+  n: number,
+  mode: LookupMode,
+  on: boolean,
+  opts: TeardownOptions,
+): Promise<TeardownResult> {
+  const ns = `td-${n}-${mode}-${on ? "p" : "u"}`;
+  const createMs = await createPairs(env, ns, n, opts.concurrency);
+  const before = await scrapeWebhook(env);
+  const kcpBefore = scrapeKcp(env);
+  const started = Date.now();
+  const error = await deleteNamespace(env, ns, opts.timeoutMs);
   const teardownMs = Date.now() - started;
   const after = await scrapeWebhook(env);
   const wait = cacheWait(scrapeKcp(env), kcpBefore);
@@ -102,6 +124,7 @@ async function teardownOnce(env: BenchEnv, n: number, on: boolean, opts: Teardow
   const sumBefore = metricValue(before, `${DECISION_SECONDS}_sum`);
   return {
     n,
+    mode,
     protected: on,
     teardownMs,
     createMs,

@@ -53,10 +53,18 @@ test("npm run bench -- --smoke runs end to end, prints every table and writes th
     assert.match(report.machine.kcp, /kcp-v0\.30\.0/);
     assert.ok(report.notes.length > 0);
 
-    // Smoke sizes: N = 0 and 20, 4 allowed DELETEs per mode, 2 denied, 4 bare LISTs, 2 of each right after a write.
+    assert.deepEqual(report.lookupModes, ["index", "live"]);
+
+    // Smoke sizes, in each lookup mode: N = 0 and 20, 4 allowed DELETEs per on/off, 2 denied, 4 bare LISTs, 2 of each
+    // right after a write.
     assert.deepEqual(
-      report.latency?.map((l) => l.n),
-      [0, 20],
+      report.latency?.map((l) => [l.n, l.mode]),
+      [
+        [0, "index"],
+        [0, "live"],
+        [20, "index"],
+        [20, "live"],
+      ],
     );
     for (const l of report.latency ?? []) {
       assert.deepEqual(l.errors, []);
@@ -72,10 +80,18 @@ test("npm run bench -- --smoke runs end to end, prints every table and writes th
       assert.equal(l.webhook.afterWrite.count, 2);
       assert.equal(typeof l.ratios.allowedOverUnprotected.p50, "number");
     }
+    assert.equal(report.latency?.filter((l) => l.pageSizeProbe).length, 1, "one page-size probe, at N=20");
+    for (const mode of ["index", "live"])
+      assert.ok(
+        run.stdout.includes(`${HEADINGS.latency} — lookup=${mode}`),
+        `stdout has the latency table of lookup=${mode}`,
+      );
 
-    assert.deepEqual(report.teardown?.map((t) => [t.n, t.protected]).sort(), [
-      [10, false],
-      [10, true],
+    assert.deepEqual(report.teardown?.map((t) => [t.n, t.mode, t.protected]).sort(), [
+      [10, "index", false],
+      [10, "index", true],
+      [10, "live", false],
+      [10, "live", true],
     ]);
     for (const t of report.teardown ?? []) {
       assert.equal(t.error, undefined);
@@ -84,14 +100,48 @@ test("npm run bench -- --smoke runs end to end, prints every table and writes th
       else assert.equal(calls, 0, "no webhook calls without the rule");
     }
 
-    assert.equal(report.rule?.trials.length, 2);
-    assert.deepEqual(report.rule?.errors, []);
+    // Index delay: 3 quiet samples per mode, and at least one in index mode during a 10-pair teardown.
+    assert.deepEqual(
+      report.delay?.map((d) => [d.mode, d.load]),
+      [
+        ["index", "quiet"],
+        ["live", "quiet"],
+        ["index", "teardown"],
+      ],
+    );
+    for (const d of report.delay ?? []) {
+      assert.deepEqual(d.errors, []);
+      assert.ok(d.samples.length >= (d.load === "quiet" ? 3 : 1), `${d.mode} ${d.load}: ${d.samples.length} samples`);
+      for (const s of d.samples) assert.ok(s.polls >= 1 && s.delayMs >= 0 && s.rttMs > 0);
+    }
 
     assert.deepEqual(
+      report.rule?.map((r) => [r.mode, r.trials.length, r.errors]),
+      [
+        ["index", 2, []],
+        ["live", 2, []],
+      ],
+    );
+
+    // Idle in each mode, after the N=20 lookups in each mode, then with 5 rules loaded.
+    assert.deepEqual(
       report.memory?.map((m) => m.rulesLoaded),
-      [1, 1, 5],
+      [1, 1, 1, 1, 5],
+    );
+    assert.deepEqual(
+      report.memory?.slice(0, 2).map((m) => m.lookup),
+      ["index", "live"],
     );
     for (const m of report.memory ?? []) assert.ok((m.webhook?.rssMiB ?? 0) > 0 && (m.controller?.rssMiB ?? 0) > 0);
+
+    // Index memory: 3 workspaces × 20 VMs, indexed (the check VPC was denied), RSS read before and after.
+    const im = report.indexMemory;
+    assert.ok(im, "the index-memory phase ran");
+    assert.deepEqual([im.workspaces, im.perWorkspace, im.dependents, im.errors], [3, 20, 60, []]);
+    assert.ok(im.without.rssMiB > 0 && im.with.rssMiB > 0 && Number.isFinite(im.indexedAfterMs));
+    assert.equal(typeof im.bytesPerDependent, "number");
+    assert.ok(im.indexGauge, "the webhook exports dependency_webhook_index_dependents");
+    assert.ok(im.indexGauge.after - im.indexGauge.before >= 61, `index grew by ${JSON.stringify(im.indexGauge)}`);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }

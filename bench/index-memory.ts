@@ -1,0 +1,183 @@
+// 6. Index memory: the webhook's resident set (VmRSS) in index mode without and with many indexed dependents spread
+// over many consumer workspaces. Creates `workspaces` extra consumer workspaces (each binding network.test.io and
+// compute.test.io, as the topology's consumers do), restarts the webhook in index mode and reads its RSS ("without"),
+// then creates `perWorkspace` VMs in each (every VM names its own VPC, which is not created: the index keeps names,
+// not objects), waits until the index holds them, and reads the RSS again ("with").
+//
+// "Holds them": the webhook's gauge dependency_webhook_index_dependents has grown by the number of VMs created, and,
+// checked from outside as well, after all the VMs one more VPC and a VM referencing it are created in the last
+// workspace and a dry-run DELETE of that VPC is polled until kcp answers 409 (on a single shard the index reads one
+// watch stream in resourceVersion order, so that denial means every earlier VM is indexed too). RSS is then read
+// after a settle time (several readings, the median reported).
+import { apply, createWorkspace, waitForBinding } from "../tools/kcp/api.ts";
+import { VPCS, at, tryDelete, vm, vpc } from "../tools/kcp/objects.ts";
+import { waitFor } from "../tools/kcp/process.ts";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { REPO_ROOT } from "../tools/kcp/harness.ts";
+import {
+  createAll,
+  ensureNamespace,
+  memoryOf,
+  pool,
+  restartWebhook,
+  scrapeWebhook,
+  setProtection,
+  type BenchEnv,
+  type Memory,
+} from "./env.ts";
+import { metricValue } from "./stats.ts";
+
+export interface IndexMemoryOptions {
+  workspaces: number;
+  perWorkspace: number;
+  concurrency: number;
+  /** Pause before each RSS reading series. */
+  settleMs: number;
+  timeoutMs: number;
+}
+
+export interface RssReading {
+  /** Median of the readings. */
+  rssMiB: number;
+  readingsMiB: number[];
+  peakRssMiB: number;
+  /** kcp's RSS at the same moment, for scale. */
+  kcpRssMiB: number;
+}
+
+export interface IndexMemoryResult {
+  workspaces: number;
+  perWorkspace: number;
+  dependents: number;
+  without: RssReading;
+  with: RssReading;
+  /** (RSS with − RSS without) / dependents, in bytes. */
+  bytesPerDependent: number;
+  workspacesMs: number;
+  createMs: number;
+  /** From the last VM's create to the first denied dry-run DELETE of the VPC it references. */
+  indexedAfterMs: number;
+  /** dependency_webhook_index_dependents before the VMs and once they were all indexed (undefined: no such gauge). */
+  indexGauge?: { before: number; after: number };
+  errors: string[];
+}
+
+const MEM_NS = "bench-mem";
+const INDEX_GAUGE = "dependency_webhook_index_dependents";
+const READINGS = 5;
+const sleep = (msec: number) => new Promise((r) => setTimeout(r, msec));
+const wsPath = (i: number): string => `root:bench-mem-${String(i).padStart(3, "0")}`;
+
+export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): Promise<IndexMemoryResult> {
+  const errors: string[] = [];
+  if (!env.protected) await setProtection(env, true);
+  const t0 = Date.now();
+  env.log(`index memory: creating ${opts.workspaces} consumer workspaces that bind both providers' APIs`);
+  const bindings = readFileSync(path.join(REPO_ROOT, "test/fixtures/consumer-bindings.yaml"), "utf8");
+  const indexes = Array.from({ length: opts.workspaces }, (_, i) => i);
+  await pool(indexes, 8, async (i) => {
+    await createWorkspace(env.kcp.admin, wsPath(i));
+    const ws = env.kcp.ws(wsPath(i));
+    await apply(ws, bindings, env.topo.vars);
+    await waitForBinding(ws, "network.test.io");
+    await waitForBinding(ws, "compute.test.io");
+    await ensureNamespace(ws, MEM_NS);
+  });
+  const workspacesMs = Date.now() - t0;
+
+  // A fresh index-mode webhook, so "without" and "with" differ only by the dependents it indexed.
+  env.log("index memory: restarting the webhook in index mode");
+  await restartWebhook(env, "index");
+  const without = await readRss(env, opts.settleMs);
+  const before = await indexSize(env);
+  env.log(`index memory: webhook RSS without the dependents ${without.rssMiB.toFixed(1)} MiB (index holds ${before})`);
+
+  const t1 = Date.now();
+  for (const i of indexes) {
+    const vms = Array.from({ length: opts.perWorkspace }, (_, j) => {
+      const id = String(j).padStart(5, "0");
+      return vm(`vm-${id}`, { vpc: `vpc-${id}` }, MEM_NS);
+    });
+    await createAll(env.kcp.ws(wsPath(i)), vms, opts.concurrency);
+    if ((i + 1) % 10 === 0 || i === indexes.length - 1)
+      env.log(`index memory: ${(i + 1) * opts.perWorkspace} VMs in ${i + 1} workspaces`);
+  }
+  const createMs = Date.now() - t1;
+  const dependents = opts.workspaces * opts.perWorkspace;
+  const indexedAfterMs = await lastIsIndexed(env, wsPath(opts.workspaces - 1), opts.timeoutMs).catch((err) => {
+    errors.push(`index check: ${(err as Error).message}`);
+    return NaN;
+  });
+  let after: number | undefined;
+  if (before !== undefined) {
+    // The VMs and the check VM.
+    const want = before + dependents + 1;
+    after = await waitFor(
+      `the index to hold ${want} dependents`,
+      async () => {
+        const n = await indexSize(env);
+        return n !== undefined && n >= want ? n : undefined;
+      },
+      { timeoutMs: opts.timeoutMs, intervalMs: 500 },
+    ).catch((err: unknown) => {
+      errors.push(`index gauge: ${(err as Error).message}`);
+      return NaN;
+    });
+  }
+  const withDeps = await readRss(env, opts.settleMs);
+  env.log(`index memory: webhook RSS with ${dependents} dependents ${withDeps.rssMiB.toFixed(1)} MiB`);
+  return {
+    workspaces: opts.workspaces,
+    perWorkspace: opts.perWorkspace,
+    dependents,
+    without,
+    with: withDeps,
+    bytesPerDependent: ((withDeps.rssMiB - without.rssMiB) * 2 ** 20) / dependents,
+    workspacesMs,
+    createMs,
+    indexedAfterMs,
+    ...(before !== undefined && after !== undefined ? { indexGauge: { before, after } } : {}),
+    errors,
+  };
+}
+
+/** Creates a VPC, then a VM referencing it, and polls a dry-run DELETE of the VPC until 409; returns the ms taken. */
+async function lastIsIndexed(env: BenchEnv, workspace: string, timeoutMs: number): Promise<number> {
+  const ws = env.kcp.ws(workspace);
+  await createAll(ws, [vpc("mem-check-vpc", MEM_NS)]);
+  await createAll(ws, [vm("mem-check-vm", { vpc: "mem-check-vpc" }, MEM_NS)]);
+  const started = Date.now();
+  await waitFor(
+    "a DELETE of the VPC the last VM references to be denied",
+    async () => {
+      const r = await tryDelete(ws, `${at(VPCS, MEM_NS)}/mem-check-vpc`, { dryRun: true });
+      return (!r.allowed && r.status === 409) || undefined;
+    },
+    { timeoutMs, intervalMs: 50 },
+  );
+  return Date.now() - started;
+}
+
+/** The webhook's dependency_webhook_index_dependents, or undefined when it exports no such gauge. */
+async function indexSize(env: BenchEnv): Promise<number | undefined> {
+  const samples = await scrapeWebhook(env);
+  return samples.some((s) => s.name === INDEX_GAUGE) ? metricValue(samples, INDEX_GAUGE) : undefined;
+}
+
+async function readRss(env: BenchEnv, settleMs: number): Promise<RssReading> {
+  await sleep(settleMs);
+  const readings: Memory[] = [];
+  for (let i = 0; i < READINGS; i++) {
+    if (i > 0) await sleep(1_000);
+    const m = memoryOf(env.bins.webhook?.proc.pid);
+    if (m) readings.push(m);
+  }
+  const sorted = readings.map((r) => r.rssMiB).sort((a, b) => a - b);
+  return {
+    rssMiB: sorted[Math.floor(sorted.length / 2)] ?? NaN,
+    readingsMiB: readings.map((r) => r.rssMiB),
+    peakRssMiB: readings.at(-1)?.peakRssMiB ?? NaN,
+    kcpRssMiB: memoryOf(env.kcp.process.pid)?.rssMiB ?? NaN,
+  };
+}
