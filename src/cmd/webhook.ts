@@ -76,6 +76,13 @@ const FLAGS: Flag[] = [
     help: "index: watch dependents through each provider's APIExport virtual workspace (provider consent, deploy/rbac/provider-index.yaml); live: list them on every DELETE (per-shard grant, deploy/rbac/system-admin.yaml)",
   },
   {
+    name: "legacy-validate-route",
+    env: "LEGACY_VALIDATE_ROUTE",
+    arg: "true|false",
+    default: "false",
+    help: "also serve the Go original's /validate (no provider in the URL: matches every provider's rules; for migrations only)",
+  },
+  {
     name: "kcp-base-url",
     env: "KCP_BASE_URL",
     arg: "URL",
@@ -121,12 +128,14 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
   if (minVersion !== "1.2" && minVersion !== "1.3")
     throw new UsageError(`--tls-min-version: want 1.2 or 1.3, got ${JSON.stringify(minVersion)}`);
   const ciphers = v["tls-cipher-suites"];
+  const legacy = parse.bool(v["legacy-validate-route"]!, "legacy-validate-route");
   const lookup = v["lookup"];
   if (lookup !== "index" && lookup !== "live")
     throw new UsageError(`--lookup: want index or live, got ${JSON.stringify(lookup)}`);
   return {
     kubeconfig,
     lookup,
+    ...(legacy ? { legacyValidateRoute: true } : {}),
     ...(clientCAFile ? { clientCAFile, allowedClientSubjects: subjects } : {}),
     minTLSVersion: minVersion === "1.3" ? "TLSv1.3" : "TLSv1.2",
     ...(ciphers ? { cipherSuites: ciphers } : {}),

@@ -3,7 +3,8 @@
 //
 // Reverse index: (provider logical cluster, protected group/resource) → rules, so a DELETE arriving at
 // /validate/<provider> finds its rules in O(1), and two providers exporting the same group/resource never see each
-// other's rules. The legacy /validate (no provider in the URL) matches by group/resource across all providers.
+// other's rules. The legacy /validate (no provider in the URL, off unless --legacy-validate-route) matches by
+// group/resource across all providers.
 //
 // Faults stay with the rule that has them. A dependency whose provider workspace definitely does not exist protects
 // nothing and affects nobody (kcp never calls us for a workspace that is not there). Only a dependency whose path has

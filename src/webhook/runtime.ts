@@ -40,6 +40,8 @@ export interface WebhookConfig {
    * on every DELETE (the per-shard grant, deploy/rbac/system-admin.yaml).
    */
   lookup?: "index" | "live";
+  /** Serve the Go original's /validate too (every provider's rules match there). */
+  legacyValidateRoute?: boolean;
 }
 
 export interface RunningWebhook {
@@ -102,6 +104,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
       ...(flags.minTLSVersion ? { minTLSVersion: flags.minTLSVersion } : {}),
       ...(flags.cipherSuites ? { cipherSuites: flags.cipherSuites } : {}),
       onRefusal: (reason) => metrics.refusals.inc({ reason }),
+      legacyValidateRoute: flags.legacyValidateRoute === true,
       handler,
       ruleHandler,
       logger,

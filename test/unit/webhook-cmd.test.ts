@@ -27,6 +27,13 @@ describe("parseConfig", () => {
     });
   });
 
+  it("serves the legacy /validate route only when asked", () => {
+    const c = parseConfig(["--legacy-validate-route=true"], env);
+    assert.ok(c !== "help");
+    assert.equal(c.legacyValidateRoute, true);
+    assert.throws(() => parseConfig(["--legacy-validate-route=maybe"], env), /want true or false/);
+  });
+
   it("takes --lookup=live and refuses other modes", () => {
     const c = parseConfig(["--lookup=live"], env);
     assert.ok(c !== "help");
