@@ -81,32 +81,11 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
       logger: logger.child({ part: "admission" }),
       metrics,
     });
-    // Rule checks read providers' exports through the dep-ctrl export's virtual workspace (their consent: the claims).
-    const ruleHandler = createRuleAdmissionHandler({
-      deps: {
-        resolve: (path) => resolver.resolve(path),
-        fetchExport: (cluster, exportName, resources) =>
-          fetchExportFacts((endpoint, c, p) => rules.clientFor(endpoint, c).get(p), rules.endpoints(), false, {
-            cluster,
-            exportName,
-            resources,
-          }),
-      },
-      logger: logger.child({ part: "rule-admission" }),
-      metrics,
-    });
     const server = await startWebhookServer({
-      host: flags.bindAddress,
-      port: flags.webhookPort,
-      tls: { ...flags.tls, ...(flags.clientCAFile ? { clientCAFile: flags.clientCAFile } : {}) },
-      requireClientCert: flags.clientCAFile !== undefined,
-      ...(flags.allowedClientSubjects ? { allowedClientSubjects: flags.allowedClientSubjects } : {}),
-      ...(flags.minTLSVersion ? { minTLSVersion: flags.minTLSVersion } : {}),
-      ...(flags.cipherSuites ? { cipherSuites: flags.cipherSuites } : {}),
+      ...serverOptions(flags),
       onRefusal: (reason) => metrics.refusals.inc({ reason }),
-      legacyValidateRoute: flags.legacyValidateRoute === true,
       handler,
-      ruleHandler,
+      ruleHandler: ruleAdmission(rules, resolver, logger, metrics),
       logger,
       metrics,
     });
@@ -124,6 +103,42 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     await stopAll(steps);
     throw err;
   }
+}
+
+/** The HTTPS server's listening, TLS and caller-authentication settings, from the flags. */
+function serverOptions(flags: WebhookConfig) {
+  return {
+    host: flags.bindAddress,
+    port: flags.webhookPort,
+    tls: { ...flags.tls, ...(flags.clientCAFile ? { clientCAFile: flags.clientCAFile } : {}) },
+    requireClientCert: flags.clientCAFile !== undefined,
+    ...(flags.allowedClientSubjects ? { allowedClientSubjects: flags.allowedClientSubjects } : {}),
+    ...(flags.minTLSVersion ? { minTLSVersion: flags.minTLSVersion } : {}),
+    ...(flags.cipherSuites ? { cipherSuites: flags.cipherSuites } : {}),
+    legacyValidateRoute: flags.legacyValidateRoute === true,
+  };
+}
+
+/** Rule checks read providers' exports through the dep-ctrl export's virtual workspace (their consent: the claims). */
+function ruleAdmission(
+  rules: ExportWatch<DependencyRule>,
+  resolver: WorkspaceResolver,
+  logger: Logger,
+  metrics: WebhookMetrics,
+): ReturnType<typeof createRuleAdmissionHandler> {
+  return createRuleAdmissionHandler({
+    deps: {
+      resolve: (path) => resolver.resolve(path),
+      fetchExport: (cluster, exportName, resources) =>
+        fetchExportFacts((endpoint, c, p) => rules.clientFor(endpoint, c).get(p), rules.endpoints(), false, {
+          cluster,
+          exportName,
+          resources,
+        }),
+    },
+    logger: logger.child({ part: "rule-admission" }),
+    metrics,
+  });
 }
 
 /** The dependents index and the reporter publishing its health for the controller (rule status). */

@@ -8,8 +8,8 @@ import {
   denyMessage,
   NOT_SYNCED_MESSAGE,
   planLookups,
-  type Target,
 } from "../../src/webhook/decision.ts";
+import type { Target } from "../../src/webhook/target.ts";
 import { matchingDependents } from "../../src/webhook/matching.ts";
 import type { RuleEntry, RuleMatch } from "../../src/webhook/registry.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";

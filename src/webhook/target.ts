@@ -1,0 +1,51 @@
+// The object a DELETE review names, read and checked: which workspace (the kcp.io/cluster annotation), which
+// namespace and name. Everything in a review is the caller's text until checked here.
+import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
+import { asRecord, nonEmptyString } from "../util/json.ts";
+import { allow, badRequest, type AdmissionRequest, type Decision } from "./admission.ts";
+
+/** The object being deleted. */
+export interface Target {
+  consumer: LogicalClusterName;
+  resource: string;
+  name: string;
+  /** Set for a namespaced object: only dependents in this namespace can reference it. */
+  namespace?: string;
+}
+
+/** Logical cluster names are lowercase alphanumerics (and `system:` names); they go into a URL path. */
+const LOGICAL_CLUSTER_RE = /^[a-z0-9]([a-z0-9:-]*[a-z0-9])?$/;
+
+/** The object a DELETE names, read from the review; a Decision when the review cannot be trusted or skips. */
+export function targetOf(request: AdmissionRequest): Target | Decision {
+  const old = asRecord(request.oldObject);
+  if (!old) return badRequest("DELETE request has no oldObject: cannot tell which object is being deleted");
+  const meta = asRecord(old["metadata"]) ?? {};
+  const annotations = asRecord(meta["annotations"]) ?? {};
+  // Break-glass: exactly "true"; "false", "True" or "yes" do not skip.
+  if (annotations[SKIP_PROTECTION_ANNOTATION] === "true") {
+    return allow("skip-protection", [`deletion protection skipped: ${SKIP_PROTECTION_ANNOTATION}=true`]);
+  }
+  const consumer = annotations[CLUSTER_ANNOTATION];
+  if (consumer === undefined || consumer === "") {
+    return badRequest(`oldObject has no ${CLUSTER_ANNOTATION} annotation: cannot tell which workspace it is in`);
+  }
+  if (typeof consumer !== "string" || !LOGICAL_CLUSTER_RE.test(consumer)) {
+    return badRequest(`oldObject has an invalid ${CLUSTER_ANNOTATION} annotation ${JSON.stringify(consumer)}`);
+  }
+  // DELETECOLLECTION sends an empty request.name per item: the object's own name is the truth.
+  const name = nonEmptyString(meta["name"]) ?? nonEmptyString(request.name);
+  if (name === undefined) return badRequest("neither oldObject.metadata.name nor request.name is set");
+  const objectNs = nonEmptyString(meta["namespace"]);
+  const requestNs = nonEmptyString(request.namespace);
+  if (objectNs !== undefined && requestNs !== undefined && objectNs !== requestNs) {
+    return badRequest(`request namespace "${requestNs}" differs from oldObject namespace "${objectNs}"`);
+  }
+  const namespace = objectNs ?? requestNs;
+  return {
+    consumer: consumer as LogicalClusterName,
+    resource: request.resource.resource,
+    name,
+    ...(namespace ? { namespace } : {}),
+  };
+}
