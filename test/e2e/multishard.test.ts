@@ -1,30 +1,72 @@
 // Scenario 12: the same product on a two-shard kcp, through the front-proxy. Providers and consumer1 live on the root
 // shard, consumer2 on shard-1; the webhook's lookup RBAC is applied to each shard's system:admin directly; and a rule
-// that lives in a workspace on shard-1 is seen by both binaries (one virtual-workspace endpoint per shard).
-import { readFileSync } from "node:fs";
+// that lives in a workspace on shard-1 is seen by both binaries (one virtual-workspace endpoint per shard). Then
+// shard-1 stops answering (SIGSTOP): the webhook stays ready and decides with the root shard's rules (issue 13).
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { apply, createWorkspace, waitForBinding } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
-import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { startShardedKcp } from "../../tools/kcp/sharded.ts";
 import { ENDPOINT_SLICES_PATH, endpointUrls, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
-import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, vmRule } from "../../tools/kcp/topology.ts";
+import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, grantIndex, vmRule } from "../../tools/kcp/topology.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
 import {
   RULES,
+  SUBNETS,
   VPCS,
   assertDenied,
   at,
   create,
   e2eSuite,
+  subnet,
   tryDelete,
   vm,
   vpc,
   waitForProtection,
   waitForVwc,
 } from "./helpers.ts";
+
+/** The edge provider's API: Gateways, each naming the VPC it serves. */
+const GATEWAY_API = [
+  {
+    apiVersion: "apis.kcp.io/v1alpha1",
+    kind: "APIResourceSchema",
+    metadata: { name: "v1.gateways.edge.test.io" },
+    spec: {
+      group: "edge.test.io",
+      names: { kind: "Gateway", listKind: "GatewayList", plural: "gateways", singular: "gateway" },
+      scope: "Namespaced",
+      versions: [
+        {
+          name: "v1",
+          served: true,
+          storage: true,
+          schema: {
+            type: "object",
+            properties: {
+              spec: {
+                type: "object",
+                properties: { vpcRef: { type: "object", properties: { name: { type: "string" } } } },
+              },
+            },
+          },
+        },
+      ],
+    },
+  },
+  {
+    apiVersion: "apis.kcp.io/v1alpha2",
+    kind: "APIExport",
+    metadata: { name: "edge.test.io" },
+    spec: {
+      resources: [
+        { group: "edge.test.io", name: "gateways", schema: "v1.gateways.edge.test.io", storage: { crd: {} } },
+      ],
+    },
+  },
+];
 
 const e2e = e2eSuite(() => startShardedKcp({ tokens: TOKENS }), {
   placement: { depCtrl: "root", network: "root", compute: "root", consumer1: "root", consumer2: "shard-1" },
@@ -77,10 +119,23 @@ test("12/7. deleting the rule lifts protection on both shards; recreating it res
 test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by the controller and the webhook", async () => {
   const edge = "root:edge-provider";
   await createWorkspace(e2e.kcp.admin, edge, { shard: "shard-1" });
-  // A rule's dependent must be a type its own workspace exports: the edge provider exports network.test.io too.
-  await apply(e2e.kcp.ws(edge), readFileSync(path.join(REPO_ROOT, "test/fixtures/network-provider.yaml"), "utf8"));
+  // A rule's dependent must be a type its own workspace exports, and the index reads it through that export: the edge
+  // provider exports Gateways (which name a VPC), and both consumers bind them.
+  await apply(e2e.kcp.ws(edge), GATEWAY_API);
   await apply(e2e.kcp.ws(edge), depCtrlBinding(PATHS.depCtrl));
   await waitForBinding(e2e.kcp.ws(edge), EXPORT_NAME);
+  await grantIndex(e2e.kcp, edge, "edge.test.io");
+  for (const { ws } of consumers()) {
+    await apply(ws, [
+      {
+        apiVersion: "apis.kcp.io/v1alpha2",
+        kind: "APIBinding",
+        metadata: { name: "edge.test.io" },
+        spec: { reference: { export: { path: edge, name: "edge.test.io" } } },
+      },
+    ]);
+    await waitForBinding(ws, "edge.test.io");
+  }
   // With a binding on shard-1, the dep-ctrl export gains a second virtual-workspace endpoint.
   const urls = await waitFor("a virtual-workspace endpoint per shard", async () => {
     const slices = await e2e.kcp.ws(PATHS.depCtrl).listAll<APIExportEndpointSlice>(ENDPOINT_SLICES_PATH);
@@ -88,8 +143,8 @@ test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by t
     return u.length === 2 ? u : undefined;
   });
   assert.equal(new Set(urls.map((u) => new URL(u).port)).size, 2, `one endpoint per shard: ${urls.join(", ")}`);
-  const rule = dependencyRule("subnet-dependencies", [{ resource: "vpcs", path: PATHS.network }], {
-    dependent: { group: "network.test.io", kind: "Subnet", resource: "subnets" },
+  const rule = dependencyRule("gateway-dependencies", [{ resource: "vpcs", path: PATHS.network }], {
+    dependent: { group: "edge.test.io", kind: "Gateway", resource: "gateways" },
   });
   await apply(e2e.kcp.ws(edge), [rule]);
 
@@ -99,7 +154,7 @@ test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by t
     async () => {
       const r = await e2e.kcp
         .ws(edge)
-        .get<{ status?: { conditions?: { type: string; status: string }[] } }>(`${RULES}/subnet-dependencies`);
+        .get<{ status?: { conditions?: { type: string; status: string }[] } }>(`${RULES}/gateway-dependencies`);
       return r.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") || undefined;
     },
     { timeoutMs: 90_000 },
@@ -107,15 +162,92 @@ test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by t
   // The webhook registered it: a VPC named by a Subnet is now protected, on both shards.
   for (const { ws } of consumers()) {
     await create(ws, vpc("net-vpc"), {
-      apiVersion: "network.test.io/v1",
-      kind: "Subnet",
-      metadata: { name: "net-subnet", namespace: "default" },
+      apiVersion: "edge.test.io/v1",
+      kind: "Gateway",
+      metadata: { name: "net-gateway", namespace: "default" },
       spec: { vpcRef: { name: "net-vpc" } },
     });
     await waitForProtection(ws, `${at(VPCS)}/net-vpc`, true);
     assertDenied(
       await tryDelete(ws, `${at(VPCS)}/net-vpc`),
-      /cannot delete vpcs\/net-vpc: still referenced by Subnet\/net-subnet$/,
+      /cannot delete vpcs\/net-vpc: still referenced by Gateway\/net-gateway$/,
     );
   }
+});
+
+/** The pid of shard `n`'s kcp process (sharded-test-server starts it with --root-directory=<work dir>/.kcp-<n>). */
+function shardPid(rootDir: string, n: number): number {
+  const flag = `--root-directory=${path.join(rootDir, `.kcp-${n}`)}`;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (path.basename(argv[0] ?? "") === "kcp" && argv.includes(flag)) return Number(entry);
+  }
+  throw new Error(`no kcp process with ${flag}`);
+}
+
+test("12/shard-1 stopped: the webhook stays ready, decides with the root shard's rules, refuses only what shard-1's rules may decide", async () => {
+  const [c1, c2] = consumers();
+  assert.ok(c1 && c2);
+  const webhook = e2e.bins.webhook;
+  assert.ok(webhook);
+  const readyz = async (): Promise<number> => (await fetch(`${webhook.healthUrl}/readyz`)).status;
+  const webhookLog = (): string => readFileSync(webhook.proc.logFile, "utf8");
+  // In consumer1 (root shard): a subnet a VM names, and one nobody names. Subnets are protected only by the VM rule,
+  // which lives in the compute provider on the root shard. VPCs are protected by it and by the Gateway rule of the
+  // edge provider on shard-1 (test above).
+  await create(c1.ws, subnet("stop-used"), vm("stop-vm", { subnet: "stop-used" }), subnet("stop-free-1"));
+  await create(c1.ws, subnet("stop-free-2"));
+  await waitForProtection(c1.ws, `${at(SUBNETS)}/stop-used`, true);
+  assert.equal(await readyz(), 200);
+
+  const pid = shardPid(e2e.kcp.rootDir, 1);
+  const logBefore = webhookLog().length;
+  process.kill(pid, "SIGSTOP");
+  try {
+    // The rule watch on shard-1 goes silent; the watchdog drops it after 60 s + 15 s, and 5 s later the webhook
+    // counts shard-1's rules as unseen.
+    await waitFor(
+      "the webhook to report shard-1's rule endpoint as failing",
+      async () => /cannot list or watch DependencyRules/.test(webhookLog().slice(logBefore)) || undefined,
+      { timeoutMs: 150_000, intervalMs: 1000 },
+    );
+    assert.equal(await readyz(), 200, "still ready with one shard unseen");
+    // Both lookup modes: the dependents index answers for consumer1 from the root shard's endpoint alone.
+    assertDenied(
+      await tryDelete(c1.ws, `${at(SUBNETS)}/stop-used`),
+      /cannot delete subnets\/stop-used: still referenced by VirtualMachine\/stop-vm$/,
+    );
+    assert.deepEqual(await tryDelete(c1.ws, `${at(SUBNETS)}/stop-free-1`), { allowed: true });
+    // A rule for VPCs lives on shard-1: the webhook cannot know whether it changed, so it refuses, naming nothing.
+    const vpcDelete = await tryDelete(c1.ws, `${at(VPCS)}/my-vpc`);
+    assert.equal(vpcDelete.allowed, false);
+    if (!vpcDelete.allowed) {
+      assert.equal(vpcDelete.status, 503, vpcDelete.message);
+      // What the webhook said (kcp's client error starts with the request URL).
+      const said = vpcDelete.message.slice(vpcDelete.message.indexOf("denied the request: "));
+      assert.match(said, /cannot check vpcs\/my-vpc yet/);
+      assert.doesNotMatch(said, /6445|https:|edge|gateway|services\/apiexport/);
+    }
+    assert.equal(await readyz(), 200);
+  } finally {
+    process.kill(pid, "SIGCONT");
+  }
+
+  await waitFor(
+    "the webhook to see shard-1's rules again",
+    async () => /DependencyRules on this endpoint in sync again/.test(webhookLog().slice(logBefore)) || undefined,
+    { timeoutMs: 150_000, intervalMs: 1000 },
+  );
+  for (const { ws } of [c2, c1]) {
+    await waitForProtection(ws, `${at(VPCS)}/my-vpc`, true);
+    assertDenied(await tryDelete(ws, `${at(VPCS)}/my-vpc`), /still referenced by VirtualMachine\/my-vm$/);
+  }
+  assertDenied(await tryDelete(c1.ws, `${at(SUBNETS)}/stop-used`), /still referenced by VirtualMachine\/stop-vm$/);
+  assert.deepEqual(await tryDelete(c1.ws, `${at(SUBNETS)}/stop-free-2`), { allowed: true });
 });
