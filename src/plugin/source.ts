@@ -2,10 +2,9 @@
 // workspace, and the dry-run DELETE. Every kcp answer the user may not see becomes a sentence, never a stack trace.
 import http from "node:http";
 import https from "node:https";
-import { KubeConfig } from "@kubernetes/client-node";
 import { parseRule } from "../api/rule.ts";
 import { GROUP, PLURAL, VERSION } from "../api/types.ts";
-import { credentialsFrom, loadKcpConnection } from "../kcp/kubeconfig.ts";
+import { loadKcpConnection } from "../kcp/kubeconfig.ts";
 import { isApiError, type Credentials, type RestClient } from "../kcp/rest.ts";
 import { WORKSPACE_PATH_PATTERN } from "../kcp/workspaces.ts";
 import type { Connection } from "./args.ts";
@@ -29,13 +28,9 @@ export interface Session {
 }
 
 export function openSession(conn: Connection): Session {
-  const kc = new KubeConfig();
   let kcp;
   try {
     kcp = loadKcpConnection({ kubeconfig: conn.kubeconfig, context: conn.context });
-    if (conn.kubeconfig) kc.loadFromFile(conn.kubeconfig);
-    else kc.loadFromDefault();
-    if (conn.context) kc.setCurrentContext(conn.context);
   } catch (err) {
     throw new PluginError((err as Error).message);
   }
@@ -46,14 +41,14 @@ export function openSession(conn: Connection): Session {
     );
   if (!WORKSPACE_PATH_PATTERN.test(workspace) && !/^[a-z0-9]+$/.test(workspace))
     throw new PluginError(`--workspace ${workspace}: not a workspace path like root:org:team`);
-  const namespace = kc.getContextObject(kc.getCurrentContext())?.namespace || "default";
+  const namespace = kcp.namespace ?? "default";
   return {
     base: kcp.base,
     workspace,
     ws: kcp.base.forCluster(workspace),
     namespace,
     baseUrl: kcp.baseUrl,
-    credentials: credentialsFrom(kc),
+    credentials: kcp.credentials,
   };
 }
 
