@@ -30,8 +30,8 @@ export interface Doubt {
   rules: string[];
 }
 
-/** A registry match that may carry a Doubt: what registry.find returns through `withVisibility`. */
-export type SourcedMatch = RuleMatch & { unseen?: Doubt };
+/** A registry match that may carry a Doubt (and `why`, the log line): what registry.find returns through `withVisibility`. */
+export type SourcedMatch = RuleMatch & { unseen?: Doubt & { why: string } };
 
 /** The Doubt of one match (the rules the registry found for a review's provider and group/resource), if any. */
 export function inDoubt(match: RuleMatch, vis: Visibility): Doubt | undefined {
@@ -70,8 +70,9 @@ export function withVisibility(registry: RuleRegistry, vis: Visibility): RuleReg
     const match = registry.find(provider, gr);
     const doubt = inDoubt(match, vis);
     if (!doubt) return match;
-    const shim = { rule: doubt.rules.join(", ") || "(none known)", path: "", reason: describeDoubt(doubt, vis) };
-    return { entries: match.entries, pending: [...match.pending, shim], unseen: doubt };
+    const why = describeDoubt(doubt, vis);
+    const shim = { rule: doubt.rules.join(", ") || "(none known)", path: "", reason: why };
+    return { entries: match.entries, pending: [...match.pending, shim], unseen: { ...doubt, why } };
   };
   return wrapped;
 }

@@ -44,6 +44,9 @@ const rule = (cluster: string, name: string, resources: string[]) =>
     },
   }) as unknown as DependencyRule;
 
+/** The doubt a match carries, without its log line. */
+const doubtOf = (m: SourcedMatch | undefined) =>
+  m?.unseen ? { endpoints: m.unseen.endpoints, rules: m.unseen.rules } : undefined;
 const entry = (rule: string) => ({ rule }) as unknown as RuleEntry;
 const match = (...rules: string[]): RuleMatch => ({ entries: rules.map(entry), pending: [] });
 const vis = (broken: Record<string, string>, origins?: Record<string, string[]>): Visibility => ({
@@ -113,7 +116,8 @@ describe("withVisibility: the registry handed out while an endpoint is broken", 
     assert.equal(r.ruleCount, registry.ruleCount);
     assert.equal(r.entryCount, registry.entryCount);
     const vpcs = r.find(NET1, VPCS) as SourcedMatch;
-    assert.deepEqual(vpcs.unseen, { endpoints: [SHARD1], rules: ["e1/subnet"] });
+    assert.deepEqual(doubtOf(vpcs), { endpoints: [SHARD1], rules: ["e1/subnet"] });
+    assert.match(vpcs.unseen?.why ?? "", /rules e1\/subnet were listed from .*shard-1\.example.*no answer/);
     assert.deepEqual(
       vpcs.entries.map((e) => e.rule),
       ["c1/vm", "e1/subnet"],
@@ -123,7 +127,7 @@ describe("withVisibility: the registry handed out while an endpoint is broken", 
     const subnets = r.find(NET1, SUBNETS) as SourcedMatch;
     assert.equal(subnets.unseen, undefined, "subnets are protected only by a rule from the healthy endpoint");
     assert.deepEqual(subnets, registry.find(NET1, SUBNETS));
-    assert.deepEqual((r.find(OTHER, VPCS) as SourcedMatch).unseen, { endpoints: [SHARD1], rules: [] });
+    assert.deepEqual(doubtOf(r.find(OTHER, VPCS)), { endpoints: [SHARD1], rules: [] });
   });
 
   it("a doubtful review is refused with a 503 that names no rule, workspace or URL; the log gets them", () => {
@@ -208,10 +212,7 @@ async function setup() {
     const m = (await metricsRegistry.getMetricsAsJSON()).find((x) => x.name === RULE_ENDPOINT_UNSYNCED);
     return Object.fromEntries((m?.values ?? []).map((v) => [String(v.labels["endpoint"]), v.value]));
   };
-  const unseen = (provider: LogicalClusterName, gr: typeof VPCS): SourcedMatch["unseen"] => {
-    const found: SourcedMatch | undefined = source.current()?.find(provider, gr);
-    return found?.unseen;
-  };
+  const unseen = (provider: LogicalClusterName, gr: typeof VPCS) => doubtOf(source.current()?.find(provider, gr));
   return { watch, clock, logs, source, gauge, unseen };
 }
 
@@ -288,7 +289,7 @@ describe("RuleSource with a broken endpoint after the first full sync", () => {
     });
     source.start();
     await clock.advance(0);
-    assert.deepEqual((source.current()?.find(NET1, VPCS) as SourcedMatch).unseen, {
+    assert.deepEqual(doubtOf(source.current()?.find(NET1, VPCS)), {
       endpoints: [SHARD1],
       rules: ["c1/vm"],
     });
