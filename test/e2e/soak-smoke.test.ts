@@ -26,11 +26,12 @@ const base: SoakOptions = {
   faults: true,
   deleteWorkspace: true,
   weakened: false,
+  lookup: "index",
   log,
 };
 
 before(async () => {
-  env = await SoakEnv.start(log);
+  env = await SoakEnv.start(log, base.lookup);
 });
 
 after(async () => {

@@ -15,6 +15,8 @@ import {
   TOKENS,
   depCtrlBinding,
   setupTopology,
+  grantIndex,
+  type LookupMode,
   vmRule,
   waitReady,
   type BinaryProcess,
@@ -112,11 +114,12 @@ export class SoakEnv {
     this.webhookPorts = init.webhookPorts;
   }
 
-  static async start(log: (line: string) => void): Promise<SoakEnv> {
-    log("starting the sharded kcp (2 shards, front-proxy, cache server)");
+  /** `lookup`: the webhook's mode, and so its read grant (the providers' consent, or the per-shard grant). */
+  static async start(log: (line: string) => void, lookup: LookupMode = "index"): Promise<SoakEnv> {
+    log(`starting the sharded kcp (2 shards, front-proxy, cache server); webhook --lookup=${lookup}`);
     const kcp = await startShardedKcp({ tokens: TOKENS });
     try {
-      const topo = await setupTopology(kcp, { placement: PLACEMENT, log });
+      const topo = await setupTopology(kcp, { placement: PLACEMENT, log, lookup });
       const workspaces: Record<string, string> = { root: "root" };
       for (const [k, p] of Object.entries(PATHS)) workspaces[topo.clusters[k as keyof typeof PATHS]] = p;
 
@@ -127,6 +130,7 @@ export class SoakEnv {
       await apply(soak, readFileSync(path.join(REPO_ROOT, "tools/soak/fixtures/soak-provider.yaml"), "utf8"));
       await apply(soak, depCtrlBinding(PATHS.depCtrl));
       await waitForBinding(soak, EXPORT_NAME);
+      if (lookup === "index") await grantIndex(kcp, SOAK_PROVIDER, "soak.test.io");
 
       const consumers: Consumer[] = [
         { path: PATHS.consumer1, cluster: topo.clusters.consumer1, shard: "root" },
@@ -148,7 +152,7 @@ export class SoakEnv {
         for (const b of ["network.test.io", "compute.test.io", "soak.test.io"]) await waitForBinding(kcp.ws(c.path), b);
       }
 
-      const bins = new Binaries(kcp);
+      const bins = new Binaries(kcp, lookup);
       const exits: ProcessExit[] = [];
       const webhookPorts = [await freePort(), await freePort()];
       const webhooks = webhookPorts.map(
@@ -285,6 +289,7 @@ async function startWebhookReplica(bins: Binaries, rootDir: string, port: number
       `--tls-cert-file=${bins.certs.cert}`,
       `--tls-key-file=${bins.certs.key}`,
       `--health-probe-bind-address=127.0.0.1:${health}`,
+      `--lookup=${bins.lookup}`,
     ],
     path.join(rootDir, `webhook-${i}.log`),
   );

@@ -1,5 +1,5 @@
 // `npm run soak`: a Jepsen-style soak of the product on a real two-shard kcp. Flags: --duration=30m, --seed=N,
-// --workers=N, --window=5s, --bound=120s, --fault-every=20s-40s, --no-faults, --weakened, --history=FILE, and
+// --lookup=index|live, --workers=N, --window=5s, --bound=120s, --fault-every=20s-40s, --no-faults, --weakened, --history=FILE, and
 // --check=FILE to check a saved history again without kcp. Exits 1 on any violation (and writes the history).
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -45,8 +45,11 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { hist
       weakened: { type: "boolean", default: false },
       history: { type: "string" },
       check: { type: "string" },
+      lookup: { type: "string", default: "index" },
     },
   });
+  if (values.lookup !== "index" && values.lookup !== "live")
+    throw new Error(`--lookup: "${values.lookup}" is not index or live`);
   return {
     seed: values.seed !== undefined ? parseIntFlag(values.seed, "seed", 0) : Math.floor(Math.random() * 2 ** 31),
     durationMs: parseDuration(values.duration, "duration"),
@@ -58,6 +61,7 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { hist
     faults: !values["no-faults"],
     deleteWorkspace: !values["no-workspace-delete"],
     weakened: values.weakened,
+    lookup: values.lookup,
     ...(values.history !== undefined ? { history: values.history } : {}),
     ...(values.check !== undefined ? { check: values.check } : {}),
   };
@@ -80,7 +84,7 @@ async function main(): Promise<number> {
   const log = (line: string): void =>
     void process.stdout.write(`[soak ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
   log(`seed ${opts.seed} (replay the workload with --seed=${opts.seed})`);
-  const env = await SoakEnv.start(log);
+  const env = await SoakEnv.start(log, opts.lookup);
   try {
     const { history, result } = await runSoak(env, { ...opts, log });
     process.stdout.write(`${summary(history, result)}\n`);

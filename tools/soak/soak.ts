@@ -29,6 +29,8 @@ export interface SoakOptions {
   deleteWorkspace: boolean;
   /** The weakened build: the webhook address answers "allowed" to everything. */
   weakened: boolean;
+  /** The webhook's lookup mode (recorded in the history; the environment was started with it). */
+  lookup: "index" | "live";
   log: (line: string) => void;
 }
 
