@@ -202,6 +202,9 @@ export class EndpointStream<T extends KubeObject, R> {
             else if (next) rv = next;
           },
           watch.signal,
+          () => {
+            if (!stalled) this.lastError = undefined; // the server accepted the watch: the endpoint answers again
+          },
         );
       } catch (err) {
         if (isApiError(err, 410)) return;

@@ -187,15 +187,14 @@ export class RestClient {
     return { metadata: resourceVersion !== undefined ? { resourceVersion } : {}, items };
   }
 
-  /**
-   * Opens a watch and calls `onEvent` for each event until the server closes the stream or `signal` aborts.
-   * Resolves when the stream ends; rejects with ApiError if the server refuses the watch.
-   */
+  /** Opens a watch: `onOpen` once the server accepted it, then `onEvent` per event until the server closes the stream
+   * or `signal` aborts. Resolves when the stream ends; rejects with ApiError if the server refuses the watch. */
   async watch<T>(
     path: string,
     query: Record<string, string | number | boolean | undefined>,
     onEvent: (event: WatchEvent<T>) => void,
     signal?: AbortSignal,
+    onOpen?: () => void,
   ): Promise<void> {
     const res = await this.send("GET", path, {
       query: { ...query, watch: true },
@@ -206,6 +205,7 @@ export class RestClient {
     const url = this.url(path, query);
     if (status !== 200)
       throw toApiError("WATCH", url, status, await readBody(res, DEFAULT_MAX_BODY_BYTES, "WATCH", url));
+    onOpen?.();
     try {
       await readLines(res, (line) => onEvent(JSON.parse(line) as WatchEvent<T>));
     } catch (err) {

@@ -32,6 +32,7 @@ export type DecisionReason =
   | "not-synced"
   | "bad-request"
   | "unresolved-rule"
+  | "rules-unseen"
   | "lookup-error"
   | "index-unavailable"
   | "internal-error"

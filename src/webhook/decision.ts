@@ -38,6 +38,11 @@ export function pendingMessage(resource: string, name: string): string {
   return `cannot check ${resource}/${name} yet: a dependency rule for ${resource} is still being loaded, retry in a few seconds`;
 }
 
+/** 503 while a rule for this resource may be on a shard the webhook cannot see; names no rule, workspace or URL. */
+export function unseenMessage(resource: string, name: string): string {
+  return `cannot check ${resource}/${name}: a dependency rule for ${resource} is on a kcp shard the webhook cannot reach right now, retry later`;
+}
+
 export const NOT_SYNCED_MESSAGE = "dependency webhook is starting: rule registry not yet synced, retry later";
 
 const decided = (decision: Decision): Plan => ({ kind: "decided", decision });
@@ -80,6 +85,10 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
   if (rules === "not-synced") return decided(deny("not-synced", 503, "ServiceUnavailable", NOT_SYNCED_MESSAGE));
   const target = targetOf(request);
   if ("allowed" in target) return decided(target);
+  if (rules.unseen) {
+    const message = unseenMessage(target.resource, target.name);
+    return decided(deny("rules-unseen", 503, "ServiceUnavailable", message, { detail: rules.unseen.why }));
+  }
   if (rules.pending.length > 0) {
     // The deleter may not see other tenants' rules or workspaces: those go to the log only.
     const detail = rules.pending

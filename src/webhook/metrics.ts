@@ -1,7 +1,8 @@
 // Prometheus metrics of the webhook, registered on a passed-in Registry (never the global one) so tests stay isolated.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { ruleEndpointMetrics, type RuleEndpointMetrics } from "./rule-endpoint-metrics.ts";
 
-export interface WebhookMetrics {
+export interface WebhookMetrics extends RuleEndpointMetrics {
   /** Every HTTP response, by the code it carries (a review's own status code, or the transport's refusal). */
   responses: Counter<"code">;
   decisions: Counter<"outcome" | "reason">;
@@ -32,6 +33,7 @@ export function createWebhookMetrics(registry: Registry): WebhookMetrics {
     ...ruleMetrics(registers),
     ...decisionMetrics(registers),
     ...registryMetrics(registers),
+    ...ruleEndpointMetrics(registers),
   };
 }
 

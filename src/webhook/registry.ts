@@ -51,6 +51,11 @@ export interface PendingDependency {
 export interface RuleMatch {
   entries: readonly RuleEntry[];
   pending: readonly PendingDependency[];
+  /**
+   * Set by the rule source while a shard's DependencyRules cannot be seen and this match's rules may be among them
+   * (src/webhook/rule-visibility.ts): refused with 503. `why` (rules, endpoint URLs, errors) is for the log only.
+   */
+  unseen?: { endpoints: readonly string[]; rules: readonly string[]; why: string };
 }
 
 /** A rule or dependency left out of the registry, and why (logged by the caller, never shown to a deleter). */

@@ -30,8 +30,8 @@ export interface Doubt {
   rules: string[];
 }
 
-/** A registry match that may carry a Doubt (and `why`, the log line): what registry.find returns through `withVisibility`. */
-export type SourcedMatch = RuleMatch & { unseen?: Doubt & { why: string } };
+/** A registry match that may carry a Doubt (`unseen`, with `why`: the log line); registry.ts declares the field. */
+export type SourcedMatch = RuleMatch;
 
 /** The Doubt of one match (the rules the registry found for a review's provider and group/resource), if any. */
 export function inDoubt(match: RuleMatch, vis: Visibility): Doubt | undefined {
@@ -58,10 +58,9 @@ export function describeDoubt(doubt: Doubt, vis: Visibility): string {
 }
 
 /**
- * The registry as RuleSource hands it out while an endpoint is broken: `find` marks a match in doubt with `unseen`.
- * decision.ts does not read `unseen` yet, so a doubtful match also carries one pending dependency: the decision
- * refuses it with 503 (reason unresolved-rule) and a message that names no rule, workspace or URL; the detail (rules,
- * endpoints, errors) goes to the log only. Everything else is the registry's own (prototype delegation).
+ * The registry as RuleSource hands it out while an endpoint is broken: `find` marks a match in doubt with `unseen`,
+ * which decision.ts refuses with 503 (reason rules-unseen) and a message that names no rule, workspace or URL; `why`
+ * (rules, endpoints, errors) goes to the log only. Everything else is the registry's own (prototype delegation).
  */
 export function withVisibility(registry: RuleRegistry, vis: Visibility): RuleRegistry {
   if (vis.broken.size === 0) return registry;
@@ -69,10 +68,7 @@ export function withVisibility(registry: RuleRegistry, vis: Visibility): RuleReg
   wrapped.find = (provider: LogicalClusterName | undefined, gr: GroupResource): SourcedMatch => {
     const match = registry.find(provider, gr);
     const doubt = inDoubt(match, vis);
-    if (!doubt) return match;
-    const why = describeDoubt(doubt, vis);
-    const shim = { rule: doubt.rules.join(", ") || "(none known)", path: "", reason: why };
-    return { entries: match.entries, pending: [...match.pending, shim], unseen: { ...doubt, why } };
+    return doubt ? { ...match, unseen: { ...doubt, why: describeDoubt(doubt, vis) } } : match;
   };
   return wrapped;
 }

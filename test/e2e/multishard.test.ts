@@ -231,7 +231,10 @@ test("12/shard-1 stopped: the webhook stays ready, decides with the root shard's
       assert.equal(vpcDelete.status, 503, vpcDelete.message);
       // What the webhook said (kcp's client error starts with the request URL).
       const said = vpcDelete.message.slice(vpcDelete.message.indexOf("denied the request: "));
-      assert.match(said, /cannot check vpcs\/my-vpc yet/);
+      assert.match(
+        said,
+        /cannot check vpcs\/my-vpc: a dependency rule for vpcs is on a kcp shard the webhook cannot reach/,
+      );
       assert.doesNotMatch(said, /6445|https:|edge|gateway|services\/apiexport/);
     }
     assert.equal(await readyz(), 200);

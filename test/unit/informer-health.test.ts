@@ -86,7 +86,7 @@ test("a failing list shows in failing() with its error, and clears once a list w
   }
 });
 
-test("a watch silent past its deadline fails the endpoint until the reopened watch answers", async () => {
+test("a watch silent past its deadline fails the endpoint until the reopened watch is accepted", async () => {
   state.failLists = false;
   state.watches = [];
   const clock = fakeTimers();
@@ -98,11 +98,9 @@ test("a watch silent past its deadline fails the endpoint until the reopened wat
     clock.fireAll(); // the watchdog: the shard said nothing past the watch's timeout
     assert.match(inf.failing()[0]?.error ?? "", /watch silent/);
     await waitFor("the reopened watch", async () => state.watches.length > 1 || undefined);
-    assert.equal(inf.failing().length, 1, "opened, but no answer yet: still failing");
-    state.watches[1]?.write(
-      JSON.stringify({ type: "BOOKMARK", object: { metadata: { resourceVersion: "8" } } }) + "\n",
-    );
-    await waitFor("the answer clears it", async () => inf.failing().length === 0 || undefined);
+    // The double answers 200 at once: accepted is answered, no event needed (a shard back from SIGSTOP sends its
+    // first bookmark only shortly before the watch's timeout).
+    await waitFor("its 200 clears it", async () => inf.failing().length === 0 || undefined);
 
     // The server ending a watch at its timeout is no failure.
     state.watches[1]?.end();
