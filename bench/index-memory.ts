@@ -73,17 +73,7 @@ export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): P
   const errors: string[] = [];
   if (!env.protected) await setProtection(env, true);
   const t0 = Date.now();
-  env.log(`index memory: creating ${opts.workspaces} consumer workspaces that bind both providers' APIs`);
-  const bindings = readFileSync(path.join(REPO_ROOT, "test/fixtures/consumer-bindings.yaml"), "utf8");
-  const indexes = Array.from({ length: opts.workspaces }, (_, i) => i);
-  await pool(indexes, 8, async (i) => {
-    await createWorkspace(env.kcp.admin, wsPath(i));
-    const ws = env.kcp.ws(wsPath(i));
-    await apply(ws, bindings, env.topo.vars);
-    await waitForBinding(ws, "network.test.io");
-    await waitForBinding(ws, "compute.test.io");
-    await ensureNamespace(ws, MEM_NS);
-  });
+  await createConsumers(env, opts.workspaces);
   const workspacesMs = Date.now() - t0;
 
   // A fresh index-mode webhook, so "without" and "with" differ only by the dependents it indexed.
@@ -94,37 +84,21 @@ export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): P
   env.log(`index memory: webhook RSS without the dependents ${without.rssMiB.toFixed(1)} MiB (index holds ${before})`);
 
   const t1 = Date.now();
-  for (const i of indexes) {
-    const vms = Array.from({ length: opts.perWorkspace }, (_, j) => {
-      const id = String(j).padStart(5, "0");
-      return vm(`vm-${id}`, { vpc: `vpc-${id}` }, MEM_NS);
-    });
-    await createAll(env.kcp.ws(wsPath(i)), vms, opts.concurrency);
-    if ((i + 1) % 10 === 0 || i === indexes.length - 1)
-      env.log(`index memory: ${(i + 1) * opts.perWorkspace} VMs in ${i + 1} workspaces`);
-  }
+  await createDependents(env, opts);
   const createMs = Date.now() - t1;
   const dependents = opts.workspaces * opts.perWorkspace;
   const indexedAfterMs = await lastIsIndexed(env, wsPath(opts.workspaces - 1), opts.timeoutMs).catch((err) => {
     errors.push(`index check: ${(err as Error).message}`);
     return NaN;
   });
-  let after: number | undefined;
-  if (before !== undefined) {
-    // The VMs and the check VM.
-    const want = before + dependents + 1;
-    after = await waitFor(
-      `the index to hold ${want} dependents`,
-      async () => {
-        const n = await indexSize(env);
-        return n !== undefined && n >= want ? n : undefined;
-      },
-      { timeoutMs: opts.timeoutMs, intervalMs: 500 },
-    ).catch((err: unknown) => {
-      errors.push(`index gauge: ${(err as Error).message}`);
-      return NaN;
-    });
-  }
+  // The VMs and the check VM.
+  const after =
+    before === undefined
+      ? undefined
+      : await indexHolds(env, before + dependents + 1, opts.timeoutMs).catch((err: unknown) => {
+          errors.push(`index gauge: ${(err as Error).message}`);
+          return NaN;
+        });
   const withDeps = await readRss(env, opts.settleMs);
   env.log(`index memory: webhook RSS with ${dependents} dependents ${withDeps.rssMiB.toFixed(1)} MiB`);
   return {
@@ -140,6 +114,49 @@ export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): P
     ...(before !== undefined && after !== undefined ? { indexGauge: { before, after } } : {}),
     errors,
   };
+}
+
+/** `n` consumer workspaces that bind both providers' APIs (test/fixtures/consumer-bindings.yaml), 8 at a time. */
+async function createConsumers(env: BenchEnv, n: number): Promise<void> {
+  env.log(`index memory: creating ${n} consumer workspaces that bind both providers' APIs`);
+  const bindings = readFileSync(path.join(REPO_ROOT, "test/fixtures/consumer-bindings.yaml"), "utf8");
+  await pool(
+    Array.from({ length: n }, (_, i) => i),
+    8,
+    async (i) => {
+      await createWorkspace(env.kcp.admin, wsPath(i));
+      const ws = env.kcp.ws(wsPath(i));
+      await apply(ws, bindings, env.topo.vars);
+      await waitForBinding(ws, "network.test.io");
+      await waitForBinding(ws, "compute.test.io");
+      await ensureNamespace(ws, MEM_NS);
+    },
+  );
+}
+
+/** `perWorkspace` VMs in each workspace, one workspace after another, `concurrency` POSTs in flight. */
+async function createDependents(env: BenchEnv, opts: IndexMemoryOptions): Promise<void> {
+  for (let i = 0; i < opts.workspaces; i++) {
+    const vms = Array.from({ length: opts.perWorkspace }, (_, j) => {
+      const id = String(j).padStart(5, "0");
+      return vm(`vm-${id}`, { vpc: `vpc-${id}` }, MEM_NS);
+    });
+    await createAll(env.kcp.ws(wsPath(i)), vms, opts.concurrency);
+    if ((i + 1) % 10 === 0 || i === opts.workspaces - 1)
+      env.log(`index memory: ${(i + 1) * opts.perWorkspace} VMs in ${i + 1} workspaces`);
+  }
+}
+
+/** Waits until the webhook's index gauge reaches `want`; returns the value it read. */
+async function indexHolds(env: BenchEnv, want: number, timeoutMs: number): Promise<number> {
+  return waitFor(
+    `the index to hold ${want} dependents`,
+    async () => {
+      const n = await indexSize(env);
+      return n !== undefined && n >= want ? n : undefined;
+    },
+    { timeoutMs, intervalMs: 500 },
+  );
 }
 
 /** Creates a VPC, then a VM referencing it, and polls a dry-run DELETE of the VPC until 409; returns the ms taken. */
