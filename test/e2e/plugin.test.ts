@@ -11,6 +11,7 @@ import { startKcp } from "../../tools/kcp/harness.ts";
 import { PATHS, TOKENS } from "../../tools/kcp/topology.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { VMS, VPCS, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
 
 const OUTSIDER = { token: "outsider-token", user: "outsider" };
 const e2e = e2eSuite(() => startKcp({ tokens: [...TOKENS, OUTSIDER] }));
@@ -57,11 +58,15 @@ describe("kubectl dependencies on real kcp", () => {
     const target = `${at(VPCS)}/big-vpc`;
     await waitForProtection(ws, target, true);
 
-    // What the webhook denies a real DELETE with: ten names and "and 2 more".
+    // What the webhook denies a real DELETE with: ten names and "and 2 more". The index takes each VM in a few
+    // milliseconds after its create (docs/architecture.md, "Consistency"), so wait until it has all twelve.
+    const message = await waitFor("a denial naming ten VMs and 2 more", async () => {
+      const denied = await tryDelete(ws, target, { dryRun: true });
+      return !denied.allowed && / and 2 more$/.test(denied.message) ? denied.message : undefined;
+    });
     const denied = await tryDelete(ws, target);
     assert.equal(denied.allowed, false);
-    const message = denied.allowed ? "" : denied.message;
-    assert.match(message, /still referenced by .* and 2 more$/);
+    assert.match(denied.allowed ? "" : denied.message, /still referenced by .* and 2 more$/);
     const named = [...message.matchAll(/VirtualMachine\/(vm-\d+)/g)].map((m) => m[1]);
     assert.equal(named.length, 10);
 

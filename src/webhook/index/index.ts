@@ -13,7 +13,7 @@ import type { FieldPath } from "../../fieldpath/fieldpath.ts";
 import type { KubeObject } from "../../kcp/informer.ts";
 import type { RestClient } from "../../kcp/rest.ts";
 import { ExportWatch } from "../../kcp/virtualworkspace.ts";
-import type { Lookup } from "../admission.ts";
+import { MAX_CAUSES, type Lookup } from "../admission.ts";
 import type { DependentFinder, FoundDependents } from "../lookup.ts";
 import { dependentTypeKey } from "../../api/index-report.ts";
 import type { IndexedType, RuleRegistry } from "../registry.ts";
@@ -96,7 +96,10 @@ export class DependentsIndex implements DependentFinder {
     }
   }
 
-  async find(lookup: Lookup, limit: number): Promise<FoundDependents> {
+  async find(lookup: Lookup, wanted: number): Promise<FoundDependents> {
+    // Reading the index is cheap, so it finds up to MAX_CAUSES even when fewer are asked for: the message can then say
+    // "and 2 more" rather than "and at least 1 more".
+    const limit = Math.max(wanted, MAX_CAUSES);
     const key = dependentTypeKey(lookup.dependent);
     const slot = this.slots.get(key);
     const what = describe(lookup);
