@@ -2,7 +2,7 @@
 // quiet on its look-alikes (a dependent created inside the window is a race, one deleted first is nothing).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { check, RULE_RESOURCE } from "../../tools/soak/checker.ts";
+import { check, RULE_RESOURCE, workspaceRecheckMs } from "../../tools/soak/checker.ts";
 import type { FaultRecord, History, OpRecord, WatchRecord } from "../../tools/soak/history.ts";
 
 const C = "c1";
@@ -287,4 +287,13 @@ test("I1: a Warn rule (spec.enforcement: Warn) lets referenced deletes through a
   (warn.object["spec"] as Record<string, unknown>)["enforcement"] = "Warn";
   h.watches[0] = warn;
   assert.deepEqual(check(h).violations, []);
+});
+
+test("I3 allows a deleting workspace kcp's own recheck delay: a fifth of its age, at most 10 minutes", () => {
+  const at = Date.parse("2026-11-23T00:00:00Z");
+  const ws = (created: string) => [{ object: { metadata: { creationTimestamp: created } } }];
+  assert.equal(workspaceRecheckMs(ws("2026-11-22T23:45:00Z"), at), 180_000);
+  assert.equal(workspaceRecheckMs(ws("2026-11-22T20:00:00Z"), at), 600_000);
+  assert.equal(workspaceRecheckMs([{ object: {} }], at), 0);
+  assert.equal(workspaceRecheckMs(ws("2026-11-23T00:01:00Z"), at), 0);
 });

@@ -47,7 +47,7 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
     endedAt: 0,
     windowMs: o.windowMs,
     boundMs: o.boundMs,
-    mode: "live lookup",
+    mode: `${o.lookup} lookup`,
     weakened: o.weakened,
     workspaces: { ...env.workspaces },
     watches: [],
