@@ -1,6 +1,5 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parseFieldPath, type FieldPath } from "../../src/fieldpath/fieldpath.ts";
 import type { AdmissionRequest, Decision, Denial, Lookup, LookupResult } from "../../src/webhook/admission.ts";
 import {
   clusterWideRetries,
@@ -13,21 +12,9 @@ import type { Target } from "../../src/webhook/target.ts";
 import { matchingDependents } from "../../src/webhook/matching.ts";
 import type { RuleEntry, RuleMatch } from "../../src/webhook/registry.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";
+import { VM_DEPENDENT, fp } from "./helpers-rules.ts";
 
-const fp = (s: string): FieldPath => {
-  const p = parseFieldPath(s);
-  if (!p.ok) throw new Error(p.error);
-  return p.path;
-};
-
-const VM = {
-  group: "compute.example.io",
-  version: "v1",
-  resource: "virtualmachines",
-  kind: "VirtualMachine",
-  apiExportName: "compute.example.io",
-  exportCluster: "compute" as LogicalClusterName,
-};
+const VM = VM_DEPENDENT;
 const LB = {
   group: "lb.example.io",
   version: "v1",

@@ -3,38 +3,19 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { parseFieldPath, type FieldPath } from "../../src/fieldpath/fieldpath.ts";
 import type { Dependent, Lookup } from "../../src/webhook/admission.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";
 import { matchingDependents } from "../../src/webhook/matching.ts";
 import { NotIndexedError, ReferenceStore } from "../../src/webhook/index/store.ts";
 import { objectKey, type KubeObject } from "../../src/kcp/informer.ts";
 import { compareStrings } from "../../src/util/json.ts";
+import { fp, vmLookup } from "./helpers-rules.ts";
 
-const fp = (s: string): FieldPath => {
-  const p = parseFieldPath(s);
-  if (!p.ok) throw new Error(p.error);
-  return p.path;
-};
 const VPC = fp(".spec.vpcRef.name");
 const NICS = fp(".spec.nics[*].subnetRef.name");
 
-const lookup = (o: Partial<Lookup> = {}): Lookup => ({
-  consumer: "c1" as LogicalClusterName,
-  dependent: {
-    group: "compute.example.io",
-    version: "v1",
-    resource: "virtualmachines",
-    kind: "VirtualMachine",
-    apiExportName: "compute.example.io",
-    exportCluster: "compute" as LogicalClusterName,
-  },
-  name: "v1",
-  fieldPaths: [VPC],
-  rules: ["r/1"],
-  enforcement: "Deny",
-  ...o,
-});
+const lookup = (o: Partial<Lookup> = {}): Lookup =>
+  vmLookup({ consumer: "c1" as LogicalClusterName, name: "v1", ...o });
 
 function vm(cluster: string, namespace: string | undefined, name: string, vpc: unknown, subnets: unknown[] = []) {
   return {

@@ -2,34 +2,13 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { parseFieldPath, type FieldPath } from "../../src/fieldpath/fieldpath.ts";
 import { RestClient } from "../../src/kcp/rest.ts";
-import type { Lookup } from "../../src/webhook/admission.ts";
+
 import type { LogicalClusterName } from "../../src/api/types.ts";
 import { dependentListPath, LiveDependentFinder } from "../../src/webhook/lookup.ts";
+import { vmLookup } from "./helpers-rules.ts";
 
-const fp = (s: string): FieldPath => {
-  const p = parseFieldPath(s);
-  if (!p.ok) throw new Error(p.error);
-  return p.path;
-};
-
-const lookup = (o: Partial<Lookup> = {}): Lookup => ({
-  consumer: "consumer1" as LogicalClusterName,
-  dependent: {
-    group: "compute.example.io",
-    version: "v1",
-    resource: "virtualmachines",
-    kind: "VirtualMachine",
-    apiExportName: "compute.example.io",
-    exportCluster: "compute" as LogicalClusterName,
-  },
-  name: "my-vpc",
-  fieldPaths: [fp(".spec.vpcRef.name")],
-  rules: ["r/1"],
-  enforcement: "Deny",
-  ...o,
-});
+const lookup = vmLookup;
 
 describe("dependentListPath", () => {
   it("lists across namespaces for a cluster-scoped target", () => {
