@@ -3,6 +3,7 @@
 import { Registry, collectDefaultMetrics } from "prom-client";
 import type { Logger } from "pino";
 import type { DependencyRule } from "../api/types.ts";
+import { INDEX_REPORT_PATH } from "../api/index-report.ts";
 import { fetchExportFacts } from "../kcp/exports.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
 import { isApiError, type RestClient } from "../kcp/rest.ts";
@@ -70,6 +71,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     const resolver = new WorkspaceResolver({ base: conn.base });
     const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;
     const index = flags.lookup === "live" ? undefined : startIndex(conn, lookupBase, logger, steps);
+    if (!index) await withdrawIndexReport(conn.workspaceClient, logger);
     if (index) registerIndexMetrics(metricsRegistry, index);
     const { rules, source } = ruleSource(conn, flags.apiExportName, resolver, logger, metrics, index);
     source.start();
@@ -102,6 +104,19 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
   } catch (err) {
     await stopAll(steps);
     throw err;
+  }
+}
+
+/**
+ * In live mode there is no index: remove a report an earlier index-mode webhook left, so the controller does not put
+ * stale DependentsIndexed conditions on rules. A failure is logged; it never stops the webhook.
+ */
+async function withdrawIndexReport(client: RestClient, logger: Logger): Promise<void> {
+  try {
+    await client.request("DELETE", INDEX_REPORT_PATH);
+    logger.info("removed the dependents index report of an earlier index-mode webhook");
+  } catch (err) {
+    if (!isApiError(err, 404)) logger.warn({ err: String(err) }, "cannot remove the dependents index report");
   }
 }
 
