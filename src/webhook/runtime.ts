@@ -10,10 +10,12 @@ import { isApiError, type RestClient } from "../kcp/rest.ts";
 import { checkEndpointSlice, ExportWatch, NO_ENDPOINTS_HINT } from "../kcp/virtualworkspace.ts";
 import { WorkspaceResolver } from "../kcp/workspaces.ts";
 import { startHealthServer } from "../observability/health.ts";
+import { realClock } from "../util/clock.ts";
 import { loadKeyPair, type TlsFiles } from "./certs.ts";
 import { createAdmissionHandler } from "./handler.ts";
 import { DependentsIndex } from "./index/index.ts";
 import { registerIndexMetrics } from "./index/metrics.ts";
+import { IndexReadiness } from "./index/readiness.ts";
 import { IndexReporter } from "./index/report.ts";
 import { LiveDependentFinder } from "./lookup.ts";
 import type { RuleRegistry } from "./registry.ts";
@@ -94,6 +96,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     steps.push(() => server.close());
     const health = await startHealthServer(flags.healthProbeBindAddress, metricsRegistry, {
       "registry-synced": () => source.notReadyReason(),
+      ...(index ? { "index-synced": indexReadiness(index, () => !source.notReadyReason(), logger) } : {}),
     });
     steps.push(() => health.close());
     return {
@@ -154,6 +157,25 @@ function ruleAdmission(
     logger: logger.child({ part: "rule-admission" }),
     metrics,
   });
+}
+
+/** The readiness check of a starting replica's index (src/webhook/index/readiness.ts says why it is bounded). */
+function indexReadiness(
+  index: DependentsIndex,
+  registrySynced: () => boolean,
+  logger: Logger,
+): () => string | undefined {
+  const readiness = new IndexReadiness({
+    health: () => index.health(),
+    registrySynced,
+    clock: realClock,
+    onGraceExpired: (syncing) =>
+      logger.warn(
+        { syncing },
+        "ready without the index of these types: still listing; their deletes get 503 until done",
+      ),
+  });
+  return () => readiness.notReadyReason();
 }
 
 /** The dependents index and the reporter publishing its health for the controller (rule status). */

@@ -235,3 +235,25 @@ export async function waitReady(name: string, p: BinaryProcess, timeoutMs = 60_0
     { timeoutMs, intervalMs: 200 },
   );
 }
+
+/**
+ * Waits until a webhook in index mode has every dependent type it watches ready (none syncing or failing), read
+ * from its /metrics. A webhook is Ready before its index is: an index one provider withholds consent to must not
+ * take the webhook out of every other tenant's DELETE path.
+ */
+export async function waitIndexed(name: string, p: BinaryProcess, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    `${name} index ready`,
+    async () => {
+      const res = await fetch(`${p.healthUrl}/metrics`).catch(() => undefined);
+      if (!res?.ok) return undefined;
+      const text = await res.text();
+      const count = (state: string): number => {
+        const m = new RegExp(`^dependency_webhook_index_types\\{state="${state}"\\} (\\d+)$`, "m").exec(text);
+        return m ? Number(m[1]) : -1;
+      };
+      return (count("ready") > 0 && count("syncing") === 0 && count("failing") === 0) || undefined;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
+}
