@@ -2,8 +2,7 @@
 // shard, consumer2 on shard-1; the webhook's lookup RBAC is applied to each shard's system:admin directly; and a rule
 // that lives in a workspace on shard-1 is seen by both binaries (one virtual-workspace endpoint per shard). Then
 // shard-1 stops answering (SIGSTOP): the webhook stays ready and decides with the root shard's rules (issue 13).
-import { readdirSync, readFileSync } from "node:fs";
-import path from "node:path";
+import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { apply, createWorkspace, waitForBinding } from "../../tools/kcp/api.ts";
@@ -175,22 +174,6 @@ test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by t
   }
 });
 
-/** The pid of shard `n`'s kcp process (sharded-test-server starts it with --root-directory=<work dir>/.kcp-<n>). */
-function shardPid(rootDir: string, n: number): number {
-  const flag = `--root-directory=${path.join(rootDir, `.kcp-${n}`)}`;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-    } catch {
-      continue; // gone meanwhile
-    }
-    if (path.basename(argv[0] ?? "") === "kcp" && argv.includes(flag)) return Number(entry);
-  }
-  throw new Error(`no kcp process with ${flag}`);
-}
-
 test("12/shard-1 stopped: the webhook stays ready, decides with the root shard's rules, refuses only what shard-1's rules may decide", async () => {
   const [c1, c2] = consumers();
   assert.ok(c1 && c2);
@@ -206,7 +189,7 @@ test("12/shard-1 stopped: the webhook stays ready, decides with the root shard's
   await waitForProtection(c1.ws, `${at(SUBNETS)}/stop-used`, true);
   assert.equal(await readyz(), 200);
 
-  const pid = shardPid(e2e.kcp.rootDir, 1);
+  const pid = e2e.kcp.shardPid(1);
   const logBefore = webhookLog().length;
   process.kill(pid, "SIGSTOP");
   try {

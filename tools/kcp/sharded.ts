@@ -1,7 +1,7 @@
 // A real multi-shard kcp: kcp's own sharded-test-server with 2 shards, a cache server and the front-proxy.
 // It uses fixed ports (front-proxy 6443, shards 6444/6445, cache 8012, etcd 2379+), so only one runs per machine at
 // a time: a lock directory serialises test files that need it.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { loadKcpConnection } from "../../src/kcp/kubeconfig.ts";
@@ -48,6 +48,22 @@ export class ShardedKcp extends KcpBase {
       (n) =>
         loadKcpConnection({ kubeconfig: path.join(rootDir, `.kcp-${n}/admin.kubeconfig`), context: "shard-base" }).base,
     );
+  }
+
+  /** The pid of shard `n`'s kcp process (sharded-test-server starts it with --root-directory=<work dir>/.kcp-<n>). */
+  shardPid(n: number): number {
+    const flag = `--root-directory=${path.join(this.rootDir, `.kcp-${n}`)}`;
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      let argv: string[];
+      try {
+        argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      } catch {
+        continue; // gone meanwhile
+      }
+      if (path.basename(argv[0] ?? "") === "kcp" && argv.includes(flag)) return Number(entry);
+    }
+    throw new Error(`no kcp process with ${flag}`);
   }
 
   logTail(lines = 40): string {

@@ -1,6 +1,7 @@
 // Fault injection at seeded random moments: SIGKILL and restart of a webhook replica, of both, and of the controller;
 // SIGSTOP/SIGCONT of one or both replicas for longer than kcp's 10 s webhook timeout; and the webhook address made
-// unreachable (the proxy resets every connection). Each fault is recorded with the interval it lasted.
+// unreachable (the proxy resets every connection); and shard-1's kcp stopped (SIGSTOP/SIGCONT), so its consumers, its
+// rules and its virtual workspaces go silent at once. Each fault is recorded with the interval it lasted.
 import type { FaultKind, FaultRecord } from "./history.ts";
 import type { Rng } from "./rng.ts";
 import type { SoakEnv } from "./env.ts";
@@ -13,6 +14,7 @@ const KINDS: FaultKind[] = [
   "stall-all-webhooks",
   "webhook-unreachable",
   "kill-controller",
+  "stall-shard",
 ];
 
 export async function injectFaults(
@@ -84,6 +86,18 @@ async function inject(env: SoakEnv, rng: Rng, kind: FaultKind): Promise<FaultRec
       const endAt = Date.now();
       env.proxy.unreachable = false;
       return record("the webhook address", startAt, endAt, true);
+    }
+    case "stall-shard": {
+      // Shorter than the webhook's watch watchdog (60 s + 15 s): the streams must pick up where they stalled.
+      const pid = env.kcp.shardPid(1);
+      process.kill(pid, "SIGSTOP");
+      const startAt = Date.now();
+      try {
+        await sleep(rng.int(5_000, 20_000));
+      } finally {
+        process.kill(pid, "SIGCONT");
+      }
+      return record("shard-1", startAt, Date.now(), false);
     }
     case "kill-controller": {
       env.controller.kill("SIGKILL");

@@ -57,7 +57,8 @@ export type FaultKind =
   | "stall-webhook-replica"
   | "stall-all-webhooks"
   | "webhook-unreachable"
-  | "kill-controller";
+  | "kill-controller"
+  | "stall-shard";
 
 export interface FaultRecord {
   kind: FaultKind;
