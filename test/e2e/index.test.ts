@@ -13,6 +13,7 @@ import {
   RULES,
   SUBNETS,
   VPCS,
+  VMS,
   assertDenied,
   at,
   create,
@@ -62,6 +63,20 @@ test("the webhook decides from the index with no read grant on consumer workspac
     /cannot delete vpcs\/indexed-vpc: still referenced by VirtualMachine\/indexed-vm$/,
   );
   assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/unused-vpc`), { allowed: true });
+  // Before denying, the webhook read the VM again through the export's virtual workspace (the provider's consent
+  // covers that GET): kept, and no read failed.
+  const metrics = await (await fetch(`${e2e.bins.webhook?.healthUrl ?? ""}/metrics`)).text();
+  const confirmations = (result: string): number =>
+    Number(
+      new RegExp(`^dependency_webhook_index_confirmations_total\\{result="${result}"\\} (\\d+)$`, "m").exec(
+        metrics,
+      )?.[1],
+    );
+  assert.ok(confirmations("kept") >= 1, metrics);
+  assert.equal(confirmations("error"), 0);
+  // The sequential "delete the VM, then the VPC" is allowed at once, whatever the index's watch delay.
+  assert.deepEqual(await tryDelete(consumer1(), `${at(VMS)}/indexed-vm`), { allowed: true });
+  assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/indexed-vpc`), { allowed: true });
   // The webhook's identity reads nothing of the consumer workspace itself: not its VMs, not its Secrets.
   const asWebhook = new RestClient(`${e2e.kcp.baseUrl}/clusters/${e2e.topo.clusters.consumer1}`, {
     ca: e2e.kcp.caPem,

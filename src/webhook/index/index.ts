@@ -17,7 +17,11 @@ import { MAX_CAUSES, type Lookup } from "../admission.ts";
 import type { DependentFinder, FoundDependents } from "../lookup.ts";
 import { dependentTypeKey } from "../../api/index-report.ts";
 import type { IndexedType, RuleRegistry } from "../registry.ts";
+import { confirmDependents, type ConfirmResult } from "./confirm.ts";
 import { NotIndexedError, ReferenceStore, type IndexedDependent } from "./store.ts";
+
+/** A second look at a found dependent must not eat the DELETE's whole lookup budget (8 s); a timeout keeps it. */
+const CONFIRM_TIMEOUT_MS = 2_000;
 
 /** A lookup the index cannot answer now; `message` is safe to show the deleter, `detail` is for the log. */
 export class IndexUnavailableError extends Error {
@@ -96,7 +100,7 @@ export class DependentsIndex implements DependentFinder {
     }
   }
 
-  async find(lookup: Lookup, wanted: number): Promise<FoundDependents> {
+  async find(lookup: Lookup, wanted: number, signal?: AbortSignal): Promise<FoundDependents> {
     // Reading the index is cheap, so it finds up to MAX_CAUSES even when fewer are asked for: the message can then say
     // "and 2 more" rather than "and at least 1 more".
     const limit = Math.max(wanted, MAX_CAUSES);
@@ -108,7 +112,7 @@ export class DependentsIndex implements DependentFinder {
     let problem: Answer | undefined;
     for (const w of slot.next ? [slot.current, slot.next] : [slot.current]) {
       const answer = answerFrom(w.watch, lookup, limit);
-      if (answer.kind === "found") return answer.found;
+      if (answer.kind === "found") return this.confirm(w.watch, answer, lookup, signal);
       if (!problem || (problem.kind === "not-indexed" && answer.kind !== "not-indexed")) problem = answer;
     }
     if (problem?.kind === "failing")
@@ -117,6 +121,22 @@ export class DependentsIndex implements DependentFinder {
       `the index of ${what} is still syncing`,
       `${key}: not every endpoint has listed the type with these field paths yet`,
     );
+  }
+
+  /** Reads of found dependents before a denial (confirm.ts), by result, since the start. */
+  readonly confirmations: Record<ConfirmResult, number> = { kept: 0, gone: 0, error: 0 };
+
+  private async confirm(
+    watch: ExportWatch<KubeObject, IndexedDependent>,
+    answer: Extract<Answer, { kind: "found" }>,
+    lookup: Lookup,
+    signal: AbortSignal | undefined,
+  ): Promise<FoundDependents> {
+    if (answer.endpoint === undefined) return answer.found;
+    const client = watch.clientFor(answer.endpoint, lookup.consumer);
+    const read = (path: string): Promise<unknown> =>
+      client.getOptional(path, { timeoutMs: CONFIRM_TIMEOUT_MS, ...(signal ? { signal } : {}) });
+    return confirmDependents(answer.found, lookup, read, (r) => this.confirmations[r]++);
   }
 
   /** One line per watched type: ready, syncing, or failing with the errors. */
@@ -177,7 +197,7 @@ export class DependentsIndex implements DependentFinder {
 }
 
 type Answer =
-  | { kind: "found"; found: FoundDependents }
+  | { kind: "found"; found: FoundDependents; endpoint?: string }
   | { kind: "failing"; detail: string }
   | { kind: "syncing" }
   | { kind: "not-indexed" };
@@ -193,7 +213,11 @@ function answerFrom(watch: ExportWatch<KubeObject, IndexedDependent>, lookup: Lo
     const home = states.find((e) => e.synced && (e.store as ReferenceStore).hasCluster(lookup.consumer));
     if (home) {
       if (home.error !== undefined) return { kind: "failing", detail: `${home.endpoint}: ${home.error}` };
-      return { kind: "found", found: found((home.store as ReferenceStore).find(lookup, limit)) };
+      return {
+        kind: "found",
+        found: found((home.store as ReferenceStore).find(lookup, limit)),
+        endpoint: home.endpoint,
+      };
     }
     const failing = watch.failing();
     if (failing.length > 0)

@@ -1,5 +1,5 @@
 // The dependents index's gauges, read from the index when Prometheus scrapes (nothing to keep in step).
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import type { DependentsIndex } from "./index.ts";
 
 export function registerIndexMetrics(registry: Registry, index: DependentsIndex): void {
@@ -20,6 +20,16 @@ export function registerIndexMetrics(registry: Registry, index: DependentsIndex)
       const counts = { ready: 0, syncing: 0, failing: 0 };
       for (const t of index.health()) counts[t.state]++;
       for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+    },
+  });
+  new Counter({
+    name: "dependency_webhook_index_confirmations_total",
+    help: "Found dependents read again before a denial, by result: kept, gone (the index lagged), error (kept)",
+    labelNames: ["result"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [result, n] of Object.entries(index.confirmations)) this.inc({ result }, n);
     },
   });
 }
