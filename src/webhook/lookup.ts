@@ -13,13 +13,18 @@ export interface DependentFinder {
   find(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FoundDependents>;
 }
 
-/** `/clusters/<c>/apis/<g>/<v>[/namespaces/<ns>]/<resource>`; the core group lives under `/api/<v>`. */
-export function dependentListPath(lookup: Lookup): string {
+/** `/apis/<g>/<v>[/namespaces/<ns>]/<resource>` of the dependent type; the core group lives under `/api/<v>`. */
+export function dependentCollectionPath(lookup: Lookup, namespace: string | undefined): string {
   const d = lookup.dependent;
   const enc = encodeURIComponent;
   const api = d.group === "" ? `/api/${enc(d.version)}` : `/apis/${enc(d.group)}/${enc(d.version)}`;
-  const ns = lookup.namespace !== undefined ? `/namespaces/${enc(lookup.namespace)}` : "";
-  return `/clusters/${enc(lookup.consumer)}${api}${ns}/${enc(d.resource)}`;
+  const ns = namespace !== undefined ? `/namespaces/${enc(namespace)}` : "";
+  return `${api}${ns}/${enc(d.resource)}`;
+}
+
+/** `/clusters/<c>/apis/<g>/<v>[/namespaces/<ns>]/<resource>`: where the live lookup lists. */
+export function dependentListPath(lookup: Lookup): string {
+  return `/clusters/${encodeURIComponent(lookup.consumer)}${dependentCollectionPath(lookup, lookup.namespace)}`;
 }
 
 export interface LiveFinderOptions {

@@ -5,7 +5,7 @@
 // path only; any doubt (an error, too many found, an answer cut short) keeps every blocker the index found.
 import type { Dependent, Lookup } from "../admission.ts";
 import { MAX_LISTED_BLOCKERS } from "../admission.ts";
-import type { FoundDependents } from "../lookup.ts";
+import { dependentCollectionPath, type FoundDependents } from "../lookup.ts";
 import { matchingDependents } from "../matching.ts";
 
 /** Found dependents read again at most; past this many the denial stands as the index gave it. */
@@ -16,13 +16,9 @@ export type ConfirmResult = "kept" | "gone" | "error";
 /** Reads one dependent now; undefined when it does not exist (404). */
 export type ReadDependent = (path: string) => Promise<unknown>;
 
-/** `/apis/<g>/<v>[/namespaces/<ns>]/<resource>/<name>` below a logical cluster's base; core group under `/api/<v>`. */
+/** `/apis/<g>/<v>[/namespaces/<ns>]/<resource>/<name>` below a logical cluster's base. */
 export function dependentPath(lookup: Lookup, d: Dependent): string {
-  const t = lookup.dependent;
-  const enc = encodeURIComponent;
-  const api = t.group === "" ? `/api/${enc(t.version)}` : `/apis/${enc(t.group)}/${enc(t.version)}`;
-  const ns = d.namespace !== undefined ? `/namespaces/${enc(d.namespace)}` : "";
-  return `${api}${ns}/${enc(t.resource)}/${enc(d.name)}`;
+  return `${dependentCollectionPath(lookup, d.namespace)}/${encodeURIComponent(d.name)}`;
 }
 
 /** `found` without the dependents a fresh read shows gone or no longer referencing the target; `tally` per read. */
