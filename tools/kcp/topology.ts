@@ -189,7 +189,8 @@ export class Binaries {
       path.join(this.env.rootDir, "webhook.log"),
     );
     this.webhook = { proc, healthUrl: `http://127.0.0.1:${health}` };
-    if (opts.waitReady !== false) await waitReady("webhook", this.webhook);
+    // Readiness may wait up to 60 s for the index after the rules (src/webhook/index/readiness.ts).
+    if (opts.waitReady !== false) await waitReady("webhook", this.webhook, 120_000);
     return this.webhook;
   }
 

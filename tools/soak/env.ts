@@ -294,6 +294,6 @@ async function startWebhookReplica(bins: Binaries, rootDir: string, port: number
     path.join(rootDir, `webhook-${i}.log`),
   );
   const p = { proc, healthUrl: `http://127.0.0.1:${health}` };
-  await waitReady(`webhook-${i}`, p);
+  await waitReady(`webhook-${i}`, p, 120_000); // the index may take up to 60 s after the rules
   return p;
 }
