@@ -1,7 +1,9 @@
 // `npm run soak`: a Jepsen-style soak of the product on a real two-shard kcp. Flags: --duration=30m, --seed=N,
 // --lookup=index|live, --workers=N, --window=5s, --bound=120s, --fault-every=20s-40s, --no-faults, --weakened, --history=FILE, and
-// --check=FILE to check a saved history again without kcp. Exits 1 on any violation (and writes the history).
-import { readFileSync, writeFileSync } from "node:fs";
+// --check=FILE to check a saved history again without kcp. Exits 1 on any violation (and writes the history, and
+// keeps the logs of kcp and the binaries next to it).
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { check } from "./checker.ts";
 import { SoakEnv } from "./env.ts";
@@ -67,6 +69,15 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { hist
   };
 }
 
+/** Copies the run's logs (kcp's shards, front-proxy, cache server, webhook replicas, controller) before teardown. */
+function keepLogs(env: SoakEnv, dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  for (const f of readdirSync(env.kcp.rootDir)) {
+    if (f.endsWith(".log")) copyFileSync(path.join(env.kcp.rootDir, f), path.join(dir, f));
+  }
+  return dir;
+}
+
 async function main(): Promise<number> {
   let opts: ReturnType<typeof parseSoakArgs>;
   try {
@@ -93,6 +104,8 @@ async function main(): Promise<number> {
       writeFileSync(file, JSON.stringify(history));
       log(`history written to ${file} (check it again: node tools/soak/run.ts --check=${file})`);
     }
+    if (file && result.violations.length > 0)
+      log(`logs of kcp and both binaries kept in ${keepLogs(env, `${file}.logs`)}`);
     return result.violations.length > 0 ? 1 : 0;
   } catch (err) {
     process.stderr.write(`soak failed: ${(err as Error).stack ?? String(err)}\n${env.logTails()}\n`);
