@@ -7,7 +7,7 @@ import { RestClient } from "../../src/kcp/rest.ts";
 import { apply } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { startKcp } from "../../tools/kcp/harness.ts";
-import { IDENTITIES, PATHS, TOKENS, grantIndex, waitReady } from "../../tools/kcp/topology.ts";
+import { IDENTITIES, PATHS, TOKENS, grantIndex, scrapeSeries, waitReady } from "../../tools/kcp/topology.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
 import {
   RULES,
@@ -65,15 +65,12 @@ test("the webhook decides from the index with no read grant on consumer workspac
   assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/unused-vpc`), { allowed: true });
   // Before denying, the webhook read the VM again through the export's virtual workspace (the provider's consent
   // covers that GET): kept, and no read failed.
-  const metrics = await (await fetch(`${e2e.bins.webhook?.healthUrl ?? ""}/metrics`)).text();
-  const confirmations = (result: string): number =>
-    Number(
-      new RegExp(`^dependency_webhook_index_confirmations_total\\{result="${result}"\\} (\\d+)$`, "m").exec(
-        metrics,
-      )?.[1],
-    );
-  assert.ok(confirmations("kept") >= 1, metrics);
-  assert.equal(confirmations("error"), 0);
+  const webhook = e2e.bins.webhook;
+  assert.ok(webhook);
+  const confirmations = (result: string) =>
+    scrapeSeries(webhook, `dependency_webhook_index_confirmations_total{result="${result}"}`);
+  assert.ok(((await confirmations("kept")) ?? 0) >= 1);
+  assert.equal(await confirmations("error"), 0);
   // The sequential "delete the VM, then the VPC" is allowed at once, whatever the index's watch delay.
   assert.deepEqual(await tryDelete(consumer1(), `${at(VMS)}/indexed-vm`), { allowed: true });
   assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/indexed-vpc`), { allowed: true });

@@ -237,24 +237,25 @@ export async function waitReady(name: string, p: BinaryProcess, timeoutMs = 60_0
   );
 }
 
+/** One series of a binary's /metrics, e.g. `dependency_webhook_index_types{state="ready"}`; undefined if absent. */
+export async function scrapeSeries(p: BinaryProcess, series: string): Promise<number | undefined> {
+  const res = await fetch(`${p.healthUrl}/metrics`).catch(() => undefined);
+  if (!res?.ok) return undefined;
+  const line = (await res.text()).split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
 /**
- * Waits until a webhook in index mode has every dependent type it watches ready (none syncing or failing), read
- * from its /metrics. A webhook is Ready before its index is: an index one provider withholds consent to must not
- * take the webhook out of every other tenant's DELETE path.
+ * Waits until a webhook in index mode has every dependent type it watches ready (none syncing or failing). Readiness
+ * does not wait for a failing type (e.g. a grant given after the rules synced), nor past its 60 s grace.
  */
 export async function waitIndexed(name: string, p: BinaryProcess, timeoutMs = 60_000): Promise<void> {
+  const types = (state: string) => scrapeSeries(p, `dependency_webhook_index_types{state="${state}"}`);
   await waitFor(
     `${name} index ready`,
-    async () => {
-      const res = await fetch(`${p.healthUrl}/metrics`).catch(() => undefined);
-      if (!res?.ok) return undefined;
-      const text = await res.text();
-      const count = (state: string): number => {
-        const m = new RegExp(`^dependency_webhook_index_types\\{state="${state}"\\} (\\d+)$`, "m").exec(text);
-        return m ? Number(m[1]) : -1;
-      };
-      return (count("ready") > 0 && count("syncing") === 0 && count("failing") === 0) || undefined;
-    },
+    async () =>
+      (((await types("ready")) ?? 0) > 0 && (await types("syncing")) === 0 && (await types("failing")) === 0) ||
+      undefined,
     { timeoutMs, intervalMs: 200 },
   );
 }
