@@ -114,11 +114,34 @@ export async function apply(ws: RestClient, objects: KObject[] | string, vars?: 
   const list = typeof objects === "string" ? parseYaml(objects, vars) : objects;
   for (const obj of list) {
     const path = `${await collectionPath(ws, obj)}/${obj.metadata.name}`;
-    await ws.request("PATCH", path, {
-      body: obj,
-      contentType: "application/apply-patch+yaml",
-      query: { fieldManager: "kcp-dependency-controller-tests", force: true },
-    });
+    const patch = (): Promise<unknown> =>
+      ws.request("PATCH", path, {
+        body: obj,
+        contentType: "application/apply-patch+yaml",
+        query: { fieldManager: "kcp-dependency-controller-tests", force: true },
+      });
+    if (obj.kind === "APIBinding") await bindEventually(obj.metadata.name, patch);
+    else await patch();
+  }
+}
+
+/**
+ * Creates an APIBinding, retrying kcp's bind check while it is not yet able to see the export. On a sharded kcp the
+ * check for `bind` on an export in another shard's workspace reads RBAC and logical clusters replicated through the
+ * cache server, so a binding made right after the export's workspace was set up can be refused with 403 "no
+ * permission to bind" for a moment (seen in CI). Any other error, or the same one after 30 s, is thrown.
+ */
+async function bindEventually(name: string, patch: () => Promise<unknown>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await patch();
+      return;
+    } catch (err) {
+      const notYet = isApiError(err, 403) && /no permission to bind/.test(err.message);
+      if (!notYet || Date.now() > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 500));
   }
 }
 
