@@ -17,6 +17,7 @@ import {
   TOKENS,
   setupTopology,
   vmRule,
+  type BinariesFrom,
   type LookupMode,
   type Topology,
 } from "../tools/kcp/topology.ts";
@@ -43,6 +44,7 @@ export async function startBench(
   log: (line: string) => void,
   kcpArgs: string[] = [],
   lookup: LookupMode = "index",
+  from: BinariesFrom = "src",
 ): Promise<BenchEnv> {
   log(`starting kcp (single shard: its own front door, no separate front-proxy) ${kcpArgs.join(" ")}`.trim());
   const kcp = await startKcp({ tokens: TOKENS, extraArgs: kcpArgs });
@@ -50,8 +52,8 @@ export async function startBench(
     // Both modes' read grants: the webhook runs in either mode on this kcp, and the bare LIST and the page-size probe
     // list consumer workspaces with the webhook's identity, which index mode alone does not allow.
     const topo = await setupTopology(kcp, { log: (l) => log(`  ${l}`), lookup: "both" });
-    const bins = new Binaries(kcp, lookup);
-    log(`starting the webhook (--lookup=${lookup}) and the controller as child processes`);
+    const bins = new Binaries(kcp, lookup, from);
+    log(`starting the webhook (--lookup=${lookup}) and the controller as child processes, from ${from}/`);
     await bins.startWebhook();
     await bins.startController();
     const kubeconfig = kcp.kubeconfigFor(IDENTITIES.webhook.token, PATHS.depCtrl, "bench-webhook-identity.kubeconfig");

@@ -16,6 +16,9 @@
 //   --mem-settle-ms=10000   pause before each index-memory RSS reading
 //   --concurrency=24        POSTs in flight while creating    --out=bench/results   directory for the JSON
 //   --kcp-arg=--flag=value  extra `kcp start` flag (repeatable), e.g. a feature gate to compare against
+//   --binaries=dist|src     dist (default): compile src/ (npm run build) and run the JavaScript the image ships;
+//                           src: run the TypeScript entry points (Node strips types at load, which costs memory)
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -24,7 +27,7 @@ import { DEFAULT_PAGE_SIZE } from "../src/webhook/lookup.ts";
 import { REPO_ROOT } from "../tools/kcp/harness.ts";
 import { machineFacts, startBench, stopBench, useLookup, type BenchEnv } from "./env.ts";
 import { LATENCY_NS, runLatency } from "./latency.ts";
-import type { LookupMode } from "../tools/kcp/topology.ts";
+import type { BinariesFrom, LookupMode } from "../tools/kcp/topology.ts";
 import { runDelay } from "./delay.ts";
 import { runIndexMemory } from "./index-memory.ts";
 import { snapshot, withRules, type MemorySnapshot } from "./memory.ts";
@@ -83,6 +86,7 @@ const { values } = parseArgs({
     only: { type: "string" },
     "kcp-arg": { type: "string", multiple: true },
     concurrency: { type: "string", default: "24" },
+    binaries: { type: "string", default: "dist" },
     out: { type: "string", default: path.join(REPO_ROOT, "bench/results") },
     ...Object.fromEntries(Object.keys(FULL).map((k) => [k, { type: "string" as const }])),
   },
@@ -106,6 +110,8 @@ const modes = opt("lookup")
 for (const m of modes) if (!MODES.includes(m)) throw new Error(`--lookup: unknown mode "${m}" (${MODES.join(", ")})`);
 if (modes.length === 0) throw new Error("--lookup: name at least one mode");
 const concurrency = Number.parseInt(values.concurrency, 10);
+const from = values.binaries as BinariesFrom;
+if (from !== "dist" && from !== "src") throw new Error(`--binaries: "dist" or "src", not "${values.binaries}"`);
 const custom =
   Object.keys(FULL).some((k) => given[k] !== undefined) || values.only !== undefined || values["kcp-arg"] !== undefined;
 
@@ -130,6 +136,9 @@ function otherKcps(ownPid: number | undefined): number {
 function notesFor(others: number): string[] {
   return [
     "single-shard kcp: `kcp start` is its own front door, so 'through the front-proxy' means through kcp itself",
+    from === "dist"
+      ? "binaries: the compiled JavaScript the image runs (dist/cmd/*.js with --enable-source-maps)"
+      : "binaries: the TypeScript entry points (src/cmd/*.ts, types stripped by Node at load; more memory than the image)",
     `lookup modes: ${modes.join(", ")}; the webhook process is restarted with the other --lookup on the same kcp and ` +
       "port (the controller keeps running); index mode decides from a watch of the VMs through the compute " +
       "provider's APIExport virtual workspace, live mode lists the VMs in the consumer workspace on every DELETE",
@@ -213,7 +222,18 @@ async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
 
 async function main(): Promise<number> {
   const started = Date.now();
-  const env = await startBench(log, values["kcp-arg"] ?? [], modes[0]);
+  if (from === "dist") {
+    log("compiling src/ to dist/ (tsconfig.build.json), the JavaScript the container image runs");
+    execFileSync(
+      process.execPath,
+      [path.join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"],
+      {
+        cwd: REPO_ROOT,
+        stdio: "inherit",
+      },
+    );
+  }
+  const env = await startBench(log, values["kcp-arg"] ?? [], modes[0], from);
   try {
     const facts = await machineFacts(env);
     const report: BenchReport = {

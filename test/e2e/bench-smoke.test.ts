@@ -52,6 +52,12 @@ test("npm run bench -- --smoke runs end to end, prints every table and writes th
     assert.match(report.machine.node, /^v\d+\./);
     assert.match(report.machine.kcp, /kcp-v0\.30\.0/);
     assert.ok(report.notes.length > 0);
+    // By default the bench measures what the image ships: the compiled JavaScript, built by the run itself.
+    assert.ok(
+      report.notes.some((n) => n.startsWith("binaries: the compiled JavaScript")),
+      report.notes.join("\n"),
+    );
+    assert.match(run.stderr, /compiling src\/ to dist\//);
 
     assert.deepEqual(report.lookupModes, ["index", "live"]);
 
