@@ -11,7 +11,7 @@
 // last write), and two extra series time an allowed DELETE and a bare LIST right after an unrelated write (a busy kcp).
 import { parseFieldPath } from "../src/fieldpath/fieldpath.ts";
 import type { Lookup } from "../src/webhook/admission.ts";
-import { DEFAULT_PAGE_SIZE, LiveDependentFinder } from "../src/webhook/lookup.ts";
+import { DEFAULT_PAGE_SIZE, LiveDependentFinder } from "../src/webhook/deletion/live.ts";
 import { VPCS, at, tryDelete, vm, vpc } from "../tools/kcp/objects.ts";
 import type { LookupMode } from "../tools/kcp/topology.ts";
 import {
@@ -373,7 +373,7 @@ async function runBlock(env: BenchEnv, step: Step, blk: Block): Promise<void> {
 }
 
 /**
- * The webhook's own lookup (LiveDependentFinder, src/webhook/lookup.ts) run in this process with the webhook's
+ * The webhook's own lookup (LiveDependentFinder, src/webhook/deletion/live.ts) run in this process with the webhook's
  * identity at each page size, interleaved, for a VPC nothing references (every page is read); kcp's list counters
  * are scraped around each lookup. This is the A/B bench for the finder's page size.
  */

@@ -1,5 +1,5 @@
 // The readable side of a run: plain-text tables on stdout. The JSON file holds the raw samples.
-import { DEFAULT_PAGE_SIZE } from "../src/webhook/lookup.ts";
+import { DEFAULT_PAGE_SIZE } from "../src/webhook/deletion/live.ts";
 import type { LookupMode } from "../tools/kcp/topology.ts";
 import type { DelaySeries } from "./delay.ts";
 import type { MachineFacts } from "./env.ts";

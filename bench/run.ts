@@ -23,7 +23,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { DEFAULT_PAGE_SIZE } from "../src/webhook/lookup.ts";
+import { DEFAULT_PAGE_SIZE } from "../src/webhook/deletion/live.ts";
 import { REPO_ROOT } from "../tools/kcp/harness.ts";
 import { machineFacts, startBench, stopBench, useLookup, type BenchEnv } from "./env.ts";
 import { LATENCY_NS, runLatency } from "./latency.ts";

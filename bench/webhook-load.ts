@@ -36,7 +36,7 @@ if (values.serve) {
   const { silentLogger } = await import("../src/observability/logger.ts");
   const { deny } = await import("../src/webhook/admission.ts");
   const { createWebhookMetrics } = await import("../src/webhook/metrics.ts");
-  const { startWebhookServer } = await import("../src/webhook/server.ts");
+  const { startWebhookServer } = await import("../src/webhook/http/server.ts");
   const server = await startWebhookServer({
     host: "127.0.0.1",
     port: 0,

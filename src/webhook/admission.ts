@@ -4,7 +4,7 @@
 import type { FieldPath } from "../fieldpath/fieldpath.ts";
 import type { Enforcement } from "../api/schema.ts";
 import type { LogicalClusterName } from "../api/types.ts";
-import type { DependentType } from "./registry.ts";
+import type { DependentType } from "./rules/registry.ts";
 
 /** The fields of an admission.k8s.io/v1 AdmissionRequest the webhook reads. */
 export interface AdmissionRequest {

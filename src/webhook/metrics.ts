@@ -1,6 +1,6 @@
 // Prometheus metrics of the webhook, registered on a passed-in Registry (never the global one) so tests stay isolated.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { ruleEndpointMetrics, type RuleEndpointMetrics } from "./rule-endpoint-metrics.ts";
+import { ruleEndpointMetrics, type RuleEndpointMetrics } from "./rules/endpoint-metrics.ts";
 
 export interface WebhookMetrics extends RuleEndpointMetrics {
   /** Every HTTP response, by the code it carries (a review's own status code, or the transport's refusal). */

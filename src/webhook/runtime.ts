@@ -11,18 +11,18 @@ import { checkEndpointSlice, ExportWatch, NO_ENDPOINTS_HINT } from "../kcp/virtu
 import { WorkspaceResolver } from "../kcp/workspaces.ts";
 import { startHealthServer } from "../observability/health.ts";
 import { realClock } from "../util/clock.ts";
-import { loadKeyPair, type TlsFiles } from "./certs.ts";
-import { createAdmissionHandler } from "./handler.ts";
-import { DependentsIndex } from "./index/index.ts";
-import { registerIndexMetrics } from "./index/metrics.ts";
-import { IndexReadiness } from "./index/readiness.ts";
-import { IndexReporter } from "./index/report.ts";
-import { LiveDependentFinder } from "./lookup.ts";
-import type { RuleRegistry } from "./registry.ts";
+import { loadKeyPair, type TlsFiles } from "./http/certs.ts";
+import { createAdmissionHandler } from "./deletion/handler.ts";
+import { DependentsIndex } from "./deletion/index/index.ts";
+import { registerIndexMetrics } from "./deletion/index/metrics.ts";
+import { IndexReadiness } from "./deletion/index/readiness.ts";
+import { IndexReporter } from "./deletion/index/report.ts";
+import { LiveDependentFinder } from "./deletion/live.ts";
+import type { RuleRegistry } from "./rules/registry.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
-import { createRuleAdmissionHandler } from "./rule-admission.ts";
-import { RULES_PATH, RuleSource } from "./rules.ts";
-import { startWebhookServer } from "./server.ts";
+import { createRuleAdmissionHandler } from "./rules/rule-admission.ts";
+import { RULES_PATH, RuleSource } from "./rules/source.ts";
+import { startWebhookServer } from "./http/server.ts";
 
 export interface WebhookConfig {
   kubeconfig: string | undefined;
@@ -159,7 +159,7 @@ function ruleAdmission(
   });
 }
 
-/** The readiness check of a starting replica's index (src/webhook/index/readiness.ts says why it is bounded). */
+/** The readiness check of a starting replica's index (src/webhook/deletion/index/readiness.ts says why it is bounded). */
 function indexReadiness(
   index: DependentsIndex,
   registrySynced: () => boolean,

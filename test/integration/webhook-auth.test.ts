@@ -25,7 +25,7 @@ import { waitFor } from "../../tools/kcp/process.ts";
 import { isApiError, type ApiError, type RestClient } from "../../src/kcp/rest.ts";
 import { allow, deny, type AdmissionRequest } from "../../src/webhook/admission.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
-import { startWebhookServer, type WebhookServer } from "../../src/webhook/server.ts";
+import { startWebhookServer, type WebhookServer } from "../../src/webhook/http/server.ts";
 
 const CONFIGMAPS = "/api/v1/namespaces/default/configmaps";
 const KCP_CLIENT_CN = "kcp-webhook-client";

@@ -15,8 +15,8 @@ import { parseAllDocuments, stringify } from "yaml";
 import { createMetrics } from "../../src/controller/metrics.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
 import { pino } from "pino";
-import { DependentsIndex } from "../../src/webhook/index/index.ts";
-import { registerIndexMetrics } from "../../src/webhook/index/metrics.ts";
+import { DependentsIndex } from "../../src/webhook/deletion/index/index.ts";
+import { registerIndexMetrics } from "../../src/webhook/deletion/index/metrics.ts";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CHART = path.join(REPO, "deploy/chart");

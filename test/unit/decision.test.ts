@@ -7,10 +7,10 @@ import {
   denyMessage,
   NOT_SYNCED_MESSAGE,
   planLookups,
-} from "../../src/webhook/decision.ts";
-import type { Target } from "../../src/webhook/target.ts";
-import { matchingDependents } from "../../src/webhook/matching.ts";
-import type { RuleEntry, RuleMatch } from "../../src/webhook/registry.ts";
+} from "../../src/webhook/deletion/decision.ts";
+import type { Target } from "../../src/webhook/deletion/target.ts";
+import { matchingDependents } from "../../src/webhook/deletion/matching.ts";
+import type { RuleEntry, RuleMatch } from "../../src/webhook/rules/registry.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";
 import { VM_DEPENDENT, fp } from "./helpers-rules.ts";
 

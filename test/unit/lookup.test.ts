@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { RestClient } from "../../src/kcp/rest.ts";
 
 import type { LogicalClusterName } from "../../src/api/types.ts";
-import { dependentListPath, LiveDependentFinder } from "../../src/webhook/lookup.ts";
+import { dependentListPath, LiveDependentFinder } from "../../src/webhook/deletion/live.ts";
 import { vmLookup } from "./helpers-rules.ts";
 
 const lookup = vmLookup;

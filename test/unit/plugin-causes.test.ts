@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { blockersFromMessage, parseBlockerId, parseRefusal } from "../../src/plugin/causes.ts";
-import { denyMessage } from "../../src/webhook/decision.ts";
+import { denyMessage } from "../../src/webhook/deletion/decision.ts";
 
 const PREFIX = 'admission webhook "dependency-controller.dependencies.opendefense.cloud" denied the request: ';
 const ids = (n: number): string[] =>

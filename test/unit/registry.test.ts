@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
-import { buildRegistry, formatProblem, rulePaths, type RuleMatch } from "../../src/webhook/registry.ts";
+import { buildRegistry, formatProblem, rulePaths, type RuleMatch } from "../../src/webhook/rules/registry.ts";
 
 const lc = (s: string) => s as LogicalClusterName;
 

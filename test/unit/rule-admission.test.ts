@@ -5,7 +5,7 @@ import type { ExportFacts } from "../../src/api/references.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import type { AdmissionRequest } from "../../src/webhook/admission.ts";
-import { admitRule, type RuleCheckDeps } from "../../src/webhook/rule-admission.ts";
+import { admitRule, type RuleCheckDeps } from "../../src/webhook/rules/rule-admission.ts";
 import { ruleObject, type DepSpec } from "./helpers-rules.ts";
 
 const schemas = (kinds: Record<string, string>, versions = ["v1"]) =>

@@ -9,16 +9,16 @@ import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts"
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import type { AdmissionRequest } from "../../src/webhook/admission.ts";
-import { planLookups } from "../../src/webhook/decision.ts";
+import { planLookups } from "../../src/webhook/deletion/decision.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "../../src/webhook/metrics.ts";
-import { buildRegistry, type RuleMatch, type RuleEntry } from "../../src/webhook/registry.ts";
+import { buildRegistry, type RuleMatch, type RuleEntry } from "../../src/webhook/rules/registry.ts";
 import {
   RULE_ENDPOINT_UNSYNCED,
   ruleEndpointMetrics,
   type RuleEndpointMetrics,
-} from "../../src/webhook/rule-endpoint-metrics.ts";
-import { inDoubt, withVisibility, type SourcedMatch, type Visibility } from "../../src/webhook/rule-visibility.ts";
-import { RuleSource, type RuleWatch } from "../../src/webhook/rules.ts";
+} from "../../src/webhook/rules/endpoint-metrics.ts";
+import { inDoubt, withVisibility, type SourcedMatch, type Visibility } from "../../src/webhook/rules/visibility.ts";
+import { RuleSource, type RuleWatch } from "../../src/webhook/rules/source.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 
 const ROOT = "https://root.example/services/apiexport/dep/dependencies.opendefense.cloud";

@@ -8,7 +8,7 @@ import type { LogicalClusterName } from "../../src/api/types.ts";
 import { validate } from "../../src/api/validate.ts";
 import { desiredConfigurations } from "../../src/controller/desired.ts";
 import { parseFieldPath } from "../../src/fieldpath/fieldpath.ts";
-import { buildRegistry } from "../../src/webhook/registry.ts";
+import { buildRegistry } from "../../src/webhook/rules/registry.ts";
 import { ruleObject } from "./helpers-rules.ts";
 
 const parsedPath = (s: string) => {

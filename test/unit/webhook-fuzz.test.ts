@@ -12,8 +12,8 @@ import { Registry } from "prom-client";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { deny } from "../../src/webhook/admission.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
-import { parseReview } from "../../src/webhook/review.ts";
-import { startWebhookServer, type WebhookServer } from "../../src/webhook/server.ts";
+import { parseReview } from "../../src/webhook/http/review.ts";
+import { startWebhookServer, type WebhookServer } from "../../src/webhook/http/server.ts";
 import { makeCerts } from "../../tools/kcp/certs.ts";
 import { readFileSync } from "node:fs";
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { RuleSource, type RuleWatch } from "../../src/webhook/rules.ts";
+import { RuleSource, type RuleWatch } from "../../src/webhook/rules/source.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 
 class FakeWatch implements RuleWatch {

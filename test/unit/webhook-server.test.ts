@@ -12,13 +12,13 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import type { DependencyRule } from "../../src/api/types.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { createAdmissionHandler, type AdmissionHandler } from "../../src/webhook/handler.ts";
-import type { DependentFinder } from "../../src/webhook/lookup.ts";
-import { matchingDependents } from "../../src/webhook/matching.ts";
+import { createAdmissionHandler, type AdmissionHandler } from "../../src/webhook/deletion/handler.ts";
+import type { DependentFinder } from "../../src/webhook/deletion/live.ts";
+import { matchingDependents } from "../../src/webhook/deletion/matching.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
-import { buildRegistry, type RuleRegistry } from "../../src/webhook/registry.ts";
-import { LEGACY_ROUTE_DISABLED, route } from "../../src/webhook/routes.ts";
-import { startWebhookServer, type WebhookServer } from "../../src/webhook/server.ts";
+import { buildRegistry, type RuleRegistry } from "../../src/webhook/rules/registry.ts";
+import { LEGACY_ROUTE_DISABLED, route } from "../../src/webhook/http/routes.ts";
+import { startWebhookServer, type WebhookServer } from "../../src/webhook/http/server.ts";
 import { issueClientCert, makeClientCA, type ClientCert } from "../../tools/kcp/client-certs.ts";
 
 /** A self-signed certificate for 127.0.0.1, made by the openssl CLI. */

@@ -205,7 +205,7 @@ export class Binaries {
       path.join(this.env.rootDir, "webhook.log"),
     );
     this.webhook = { proc, healthUrl: `http://127.0.0.1:${health}` };
-    // Readiness may wait up to 60 s for the index after the rules (src/webhook/index/readiness.ts).
+    // Readiness may wait up to 60 s for the index after the rules (src/webhook/deletion/index/readiness.ts).
     if (opts.waitReady !== false) await waitReady("webhook", this.webhook, 120_000);
     return this.webhook;
   }

@@ -2,8 +2,8 @@
 // tested with a plain function. The live finder lists the dependent type in the consumer workspace through the kcp
 // front-proxy, page by page, and stops as soon as it has more than it was asked for. It decides nothing: a 404 is
 // reported as `notBound`, and what that means is up to decision.ts.
-import { isApiError, type RestClient } from "../kcp/rest.ts";
-import type { Lookup, LookupResult } from "./admission.ts";
+import { isApiError, type RestClient } from "../../kcp/rest.ts";
+import type { Lookup, LookupResult } from "../admission.ts";
 import { matchingDependents } from "./matching.ts";
 
 export type FoundDependents = Extract<LookupResult, { ok: true }>;

@@ -3,11 +3,11 @@
 // A DELETE is answered from the reverse map in time proportional to what it returns, never to the type's size.
 // It is the informer's store (src/kcp/informer.ts), so it changes in the same step as the watch that feeds it:
 // there is no second copy of the objects to drift from.
-import { evaluate, MAX_VISITED_VALUES, type FieldPath } from "../../fieldpath/fieldpath.ts";
-import { CLUSTER_ANNOTATION } from "../../api/types.ts";
-import type { EndpointStore } from "../../kcp/informer.ts";
-import { asRecord, nonEmptyString } from "../../util/json.ts";
-import type { Dependent, Lookup } from "../admission.ts";
+import { evaluate, MAX_VISITED_VALUES, type FieldPath } from "../../../fieldpath/fieldpath.ts";
+import { CLUSTER_ANNOTATION } from "../../../api/types.ts";
+import type { EndpointStore } from "../../../kcp/informer.ts";
+import { asRecord, nonEmptyString } from "../../../util/json.ts";
+import type { Dependent, Lookup } from "../../admission.ts";
 
 /** What the index keeps of one dependent object; `names[i]` is what it names at path i, null past the read cap. */
 export interface IndexedDependent {

@@ -9,14 +9,14 @@
 // watched yet, not listed on every shard, a list or watch failing, a path not indexed yet) throws
 // IndexUnavailableError: the handler refuses that DELETE with a 503 and decides every other one.
 import type { Logger } from "pino";
-import type { FieldPath } from "../../fieldpath/fieldpath.ts";
-import type { KubeObject } from "../../kcp/informer.ts";
-import type { RestClient } from "../../kcp/rest.ts";
-import { ExportWatch } from "../../kcp/virtualworkspace.ts";
-import { MAX_CAUSES, type Lookup } from "../admission.ts";
-import type { DependentFinder, FoundDependents } from "../lookup.ts";
-import { dependentTypeKey } from "../../api/index-report.ts";
-import type { IndexedType, RuleRegistry } from "../registry.ts";
+import type { FieldPath } from "../../../fieldpath/fieldpath.ts";
+import type { KubeObject } from "../../../kcp/informer.ts";
+import type { RestClient } from "../../../kcp/rest.ts";
+import { ExportWatch } from "../../../kcp/virtualworkspace.ts";
+import { MAX_CAUSES, type Lookup } from "../../admission.ts";
+import type { DependentFinder, FoundDependents } from "../live.ts";
+import { dependentTypeKey } from "../../../api/index-report.ts";
+import type { IndexedType, RuleRegistry } from "../../rules/registry.ts";
 import { confirmDependents, type ConfirmResult } from "./confirm.ts";
 import { NotIndexedError, ReferenceStore, type IndexedDependent } from "./store.ts";
 

@@ -1,6 +1,6 @@
 // Which handler a request's path asks for: /validate/<provider logical cluster> (the URL the controller writes into
 // each provider's VWC), /validate-rules (DependencyRule CREATE/UPDATE), or, only when enabled, the legacy /validate.
-import type { LogicalClusterName } from "../api/types.ts";
+import type { LogicalClusterName } from "../../api/types.ts";
 
 export const RULES_PATH = "/validate-rules";
 

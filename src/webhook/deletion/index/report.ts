@@ -8,10 +8,10 @@ import {
   indexReportConfigMap,
   type IndexReport,
   type IndexedTypeState,
-} from "../../api/index-report.ts";
-import { isApiError } from "../../kcp/rest.ts";
-import type { Clock } from "../../util/clock.ts";
-import { WorkLoop } from "../../util/workloop.ts";
+} from "../../../api/index-report.ts";
+import { isApiError } from "../../../kcp/rest.ts";
+import type { Clock } from "../../../util/clock.ts";
+import { WorkLoop } from "../../../util/workloop.ts";
 import type { TypeHealth } from "./index.ts";
 
 /** The report of the index's types; a 403 anywhere means the provider's consent is missing (the hint to give). */

@@ -3,9 +3,9 @@
 //   clusterWideRetries(plan, results)  → lookups to repeat across namespaces (cluster-scoped dependent types);
 //   decide(plan, results)              → allow, or deny with a code, a message and the blockers as causes.
 // Nothing here reads the network, the clock or a logger, so every branch is a table test.
-import type { FieldPath } from "../fieldpath/fieldpath.ts";
-import type { Enforcement } from "../api/schema.ts";
-import { compareStrings } from "../util/json.ts";
+import type { FieldPath } from "../../fieldpath/fieldpath.ts";
+import type { Enforcement } from "../../api/schema.ts";
+import { compareStrings } from "../../util/json.ts";
 import {
   allow,
   deny,
@@ -17,9 +17,9 @@ import {
   type Dependent,
   type Lookup,
   type LookupResult,
-} from "./admission.ts";
-import { dependentTypeKey } from "../api/index-report.ts";
-import type { RuleMatch } from "./registry.ts";
+} from "../admission.ts";
+import { dependentTypeKey } from "../../api/index-report.ts";
+import type { RuleMatch } from "../rules/registry.ts";
 import { targetOf, type Target } from "./target.ts";
 
 export type Plan =

@@ -6,10 +6,10 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Logger } from "pino";
-import type { AdmissionRequest, Decision } from "./admission.ts";
+import type { AdmissionRequest, Decision } from "../admission.ts";
 import { callerAuthenticator } from "./authenticate.ts";
 import { CertificateReloader, type KeyPair, type TlsFiles } from "./certs.ts";
-import type { AdmissionHandler } from "./handler.ts";
+import type { AdmissionHandler } from "../deletion/handler.ts";
 import {
   Capacity,
   MAX_BODY_BYTES,
@@ -18,7 +18,7 @@ import {
   MAX_CONNECTIONS,
   type Refusal,
 } from "./limits.ts";
-import type { WebhookMetrics } from "./metrics.ts";
+import type { WebhookMetrics } from "../metrics.ts";
 import { answerClientError, createReplies, type Replies } from "./replies.ts";
 import { requestServer } from "./requests.ts";
 

@@ -3,7 +3,7 @@
 // answers 503 "still syncing" for a few seconds on the new replica. The wait is bounded and a failing type does not
 // hold it: a provider that withholds its consent, or a shard that is down, must not keep the replica (and with it
 // every other tenant's deletes) out of service. Those types answer 503 for their own deletes only.
-import type { Clock } from "../../util/clock.ts";
+import type { Clock } from "../../../util/clock.ts";
 import type { TypeHealth } from "./index.ts";
 
 /** How long a starting replica waits for types still listing before it goes Ready without them. */

@@ -4,11 +4,11 @@
 // one, with an HTTP error and a JSON Status. Nothing here throws out of a request.
 import type http from "node:http";
 import type { Logger } from "pino";
-import { badRequest, internalError, type AdmissionRequest, type Decision } from "./admission.ts";
+import { badRequest, internalError, type AdmissionRequest, type Decision } from "../admission.ts";
 import type { Authenticate } from "./authenticate.ts";
-import type { AdmissionHandler } from "./handler.ts";
+import type { AdmissionHandler } from "../deletion/handler.ts";
 import { BodyError, readBody, type Capacity, type Refusal } from "./limits.ts";
-import type { WebhookMetrics } from "./metrics.ts";
+import type { WebhookMetrics } from "../metrics.ts";
 import type { Replies } from "./replies.ts";
 import { parseReview, reviewReply } from "./review.ts";
 import { LEGACY_ROUTE_DISABLED, route, RULES_PATH, type Route } from "./routes.ts";

@@ -4,14 +4,14 @@
 // not serve what the rule names. What may still become right later (a provider workspace or APIExport that does not
 // exist yet, no consent to read it, kcp unreachable) is allowed with a warning: the controller keeps checking and
 // reports on the rule's status.
-import { checkDependency, checkDependent, type ExportFacts, type ReferenceCheck } from "../api/references.ts";
-import { parseRule } from "../api/rule.ts";
-import { CLUSTER_ANNOTATION, type GroupResource } from "../api/types.ts";
-import type { Resolution } from "../kcp/workspaces.ts";
-import { asRecord } from "../util/json.ts";
+import { checkDependency, checkDependent, type ExportFacts, type ReferenceCheck } from "../../api/references.ts";
+import { parseRule } from "../../api/rule.ts";
+import { CLUSTER_ANNOTATION, type GroupResource } from "../../api/types.ts";
+import type { Resolution } from "../../kcp/workspaces.ts";
+import { asRecord } from "../../util/json.ts";
 import type { Logger } from "pino";
-import { allow, deny, outcomeOf, type AdmissionRequest, type Decision } from "./admission.ts";
-import type { WebhookMetrics } from "./metrics.ts";
+import { allow, deny, outcomeOf, type AdmissionRequest, type Decision } from "../admission.ts";
+import type { WebhookMetrics } from "../metrics.ts";
 
 export interface RuleCheckDeps {
   fetchExport(cluster: string, exportName: string, resources: GroupResource[]): Promise<ExportFacts>;

@@ -1,7 +1,7 @@
 // The AdmissionReview envelope (admission.k8s.io/v1): checking what arrives, shaping what goes back. Pure.
 // A malformed review gets a message that names the problem; a reply always echoes the request's uid.
-import { asRecord } from "../util/json.ts";
-import type { AdmissionRequest, Cause, Decision, StatusReason } from "./admission.ts";
+import { asRecord } from "../../util/json.ts";
+import type { AdmissionRequest, Cause, Decision, StatusReason } from "../admission.ts";
 
 export const ADMISSION_API_VERSION = "admission.k8s.io/v1";
 export const ADMISSION_KIND = "AdmissionReview";

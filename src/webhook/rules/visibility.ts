@@ -8,7 +8,7 @@
 //     for what a webhook configuration names, so a rule exists somewhere, perhaps on the shard not seen.
 // A (provider, group/resource) whose known rules all come from healthy endpoints is decided as usual. Pure: no I/O,
 // no clock; RuleSource (rules.ts) feeds it the endpoints' health and the rules' origins.
-import type { GroupResource, LogicalClusterName } from "../api/types.ts";
+import type { GroupResource, LogicalClusterName } from "../../api/types.ts";
 import type { RuleMatch, RuleRegistry } from "./registry.ts";
 
 /** What the source knows about where rules come from and which endpoints it cannot see now. */

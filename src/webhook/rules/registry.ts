@@ -11,13 +11,13 @@
 // never resolved for a transient reason (no permission, kcp unreachable) is held "pending": its group/resource is
 // refused with 503 until the path resolves, because it may belong to the provider asking. Once resolved, the
 // resolver keeps the last good answer through later transient failures, so a pending entry is a start-up state.
-import { type FieldPath } from "../fieldpath/fieldpath.ts";
-import { parseRule, referencedPaths, type GroupVersionResource, type ParsedRule } from "../api/rule.ts";
-import { dependentTypeKey } from "../api/index-report.ts";
-import type { Enforcement } from "../api/schema.ts";
-import { ruleKeyString, type GroupResource, type LogicalClusterName } from "../api/types.ts";
-import type { Resolution } from "../kcp/workspaces.ts";
-import { asRecord, compareStrings } from "../util/json.ts";
+import { type FieldPath } from "../../fieldpath/fieldpath.ts";
+import { parseRule, referencedPaths, type GroupVersionResource, type ParsedRule } from "../../api/rule.ts";
+import { dependentTypeKey } from "../../api/index-report.ts";
+import type { Enforcement } from "../../api/schema.ts";
+import { ruleKeyString, type GroupResource, type LogicalClusterName } from "../../api/types.ts";
+import type { Resolution } from "../../kcp/workspaces.ts";
+import { asRecord, compareStrings } from "../../util/json.ts";
 
 /**
  * The dependent side of a rule as lookups need it: what to list in the consumer workspace, its kind for messages,
@@ -53,7 +53,7 @@ export interface RuleMatch {
   pending: readonly PendingDependency[];
   /**
    * Set by the rule source while a shard's DependencyRules cannot be seen and this match's rules may be among them
-   * (src/webhook/rule-visibility.ts): refused with 503. `why` (rules, endpoint URLs, errors) is for the log only.
+   * (src/webhook/rules/visibility.ts): refused with 503. `why` (rules, endpoint URLs, errors) is for the log only.
    */
   unseen?: { endpoints: readonly string[]; rules: readonly string[]; why: string };
 }

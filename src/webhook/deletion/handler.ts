@@ -2,7 +2,7 @@
 // one deadline) → cluster-wide retries → decide. It never throws: anything unexpected becomes a 500 denial (fail
 // closed). It owns the per-decision log line and the decision metrics.
 import type { Logger } from "pino";
-import type { LogicalClusterName } from "../api/types.ts";
+import type { LogicalClusterName } from "../../api/types.ts";
 import {
   internalError,
   outcomeOf,
@@ -10,13 +10,13 @@ import {
   type Decision,
   type Lookup,
   type LookupResult,
-} from "./admission.ts";
+} from "../admission.ts";
 import { clusterWideRetries, decide, planLookups } from "./decision.ts";
-import type { DependentFinder } from "./lookup.ts";
-import type { WebhookMetrics } from "./metrics.ts";
-import type { RuleRegistry } from "./registry.ts";
+import type { DependentFinder } from "./live.ts";
+import type { WebhookMetrics } from "../metrics.ts";
+import type { RuleRegistry } from "../rules/registry.ts";
 import { IndexUnavailableError } from "./index/index.ts";
-import { logSafe } from "./log.ts";
+import { logSafe } from "../../observability/clip.ts";
 
 export interface HandlerOptions {
   /** The current registry, or undefined while it is not yet synced. */

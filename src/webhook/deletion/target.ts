@@ -1,8 +1,8 @@
 // The object a DELETE review names, read and checked: which workspace (the kcp.io/cluster annotation), which
 // namespace and name. Everything in a review is the caller's text until checked here.
-import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
-import { asRecord, nonEmptyString } from "../util/json.ts";
-import { allow, badRequest, type AdmissionRequest, type Decision } from "./admission.ts";
+import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION, type LogicalClusterName } from "../../api/types.ts";
+import { asRecord, nonEmptyString } from "../../util/json.ts";
+import { allow, badRequest, type AdmissionRequest, type Decision } from "../admission.ts";
 
 /** The object being deleted. */
 export interface Target {

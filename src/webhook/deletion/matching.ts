@@ -1,7 +1,7 @@
 // Which listed objects are dependents of the target: pure, shared by every finder (live lists now, an index later).
-import { references } from "../fieldpath/fieldpath.ts";
-import { asRecord, nonEmptyString } from "../util/json.ts";
-import type { Dependent, Lookup } from "./admission.ts";
+import { references } from "../../fieldpath/fieldpath.ts";
+import { asRecord, nonEmptyString } from "../../util/json.ts";
+import type { Dependent, Lookup } from "../admission.ts";
 
 /** The dependents among `items` (a page of a list) that reference the lookup's name at any of its field paths. */
 export function matchingDependents(items: readonly unknown[], lookup: Lookup): Dependent[] {

@@ -8,15 +8,15 @@
 // replica unready: its last-known rules stay, and only the reviews whose rules may come from that shard are refused
 // with 503 (rule-visibility.ts says which). Transitions are logged and the per-endpoint gauge is kept on a timer.
 import type { Logger } from "pino";
-import { ruleKeyOf } from "../api/rule.ts";
-import { GROUP, PLURAL, VERSION, ruleKeyString, type DependencyRule } from "../api/types.ts";
-import type { Resolution } from "../kcp/workspaces.ts";
-import { realClock, type Clock, type Timer } from "../util/clock.ts";
-import { WorkLoop, type PassResult } from "../util/workloop.ts";
-import type { WebhookMetrics } from "./metrics.ts";
+import { ruleKeyOf } from "../../api/rule.ts";
+import { GROUP, PLURAL, VERSION, ruleKeyString, type DependencyRule } from "../../api/types.ts";
+import type { Resolution } from "../../kcp/workspaces.ts";
+import { realClock, type Clock, type Timer } from "../../util/clock.ts";
+import { WorkLoop, type PassResult } from "../../util/workloop.ts";
+import type { WebhookMetrics } from "../metrics.ts";
 import { buildRegistry, formatProblem, rulePaths, type RuleRegistry } from "./registry.ts";
-import { reportEndpoints, type RuleEndpointMetrics } from "./rule-endpoint-metrics.ts";
-import { withVisibility, type Visibility } from "./rule-visibility.ts";
+import { reportEndpoints, type RuleEndpointMetrics } from "./endpoint-metrics.ts";
+import { withVisibility, type Visibility } from "./visibility.ts";
 
 export const RULES_PATH = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
 

@@ -3,9 +3,9 @@
 // index found, each found dependent is read again with a consistent GET (through the same virtual workspace, with the
 // provider's consent): one that is gone, or no longer names the target, is dropped. Only a few are read, on the deny
 // path only; any doubt (an error, too many found, an answer cut short) keeps every blocker the index found.
-import type { Dependent, Lookup } from "../admission.ts";
-import { MAX_LISTED_BLOCKERS } from "../admission.ts";
-import { dependentCollectionPath, type FoundDependents } from "../lookup.ts";
+import type { Dependent, Lookup } from "../../admission.ts";
+import { MAX_LISTED_BLOCKERS } from "../../admission.ts";
+import { dependentCollectionPath, type FoundDependents } from "../live.ts";
 import { matchingDependents } from "../matching.ts";
 
 /** Found dependents read again at most; past this many the denial stands as the index gave it. */
