@@ -1,0 +1,38 @@
+// What checking a history finds, and what every invariant's check is handed.
+import type { History } from "../history.ts";
+import type { Timeline } from "./timeline.ts";
+
+export type Invariant = "I1" | "I2" | "I3" | "I4";
+
+export interface Violation {
+  invariant: Invariant;
+  message: string;
+  at: number;
+}
+
+export interface Race {
+  invariant: Invariant;
+  message: string;
+}
+
+export interface CheckResult {
+  violations: Violation[];
+  races: Race[];
+  /** Dependencies deleted by a workspace deletion (not judged by I1). */
+  deletedWithWorkspace: number;
+  checkedDeletes: number;
+  checkedDenials: number;
+  /** Protected deletes answered while the webhook was down (what I4 judged). */
+  checkedWhileDown: number;
+  /** Per rule, the share of the run it was Ready (I1 only holds a Ready rule to its word). */
+  readyShare: Record<string, number>;
+}
+
+/** One check's inputs and the result it adds to. */
+export interface Judging {
+  h: History;
+  tl: Timeline;
+  out: CheckResult;
+  /** A logical cluster's workspace path, for messages. */
+  ws: (cluster: string) => string;
+}
