@@ -1,5 +1,5 @@
 // `node bench/fieldpath.ts`: field-path evaluation on one large dependent, the case that blocked the event loop for
-// 12.3 s before evaluation was made linear (issue 13: an 812 KiB dependent with a 110k-element list). Prints the
+// 12.3 s before evaluation was made linear (an 812 KiB dependent with a 110k-element list). Prints the
 // median of several runs per shape; a benchmark, not a test (no assertion on time). Target: < 100 ms at 110k.
 //
 //   --elements=110000   list length      --runs=7   timed runs per shape (after one warm-up)

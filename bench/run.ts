@@ -31,7 +31,8 @@ import type { BinariesFrom, LookupMode } from "../tools/kcp/topology.ts";
 import { runDelay } from "./delay.ts";
 import { runIndexMemory } from "./index-memory.ts";
 import { snapshot, withRules, type MemorySnapshot } from "./memory.ts";
-import { errorsOf, render, type BenchReport } from "./report.ts";
+import { render } from "./report.ts";
+import { errorsOf, type BenchReport } from "./results.ts";
 import { runRule } from "./rule.ts";
 import { runTeardown } from "./teardown.ts";
 

@@ -1,9 +1,10 @@
-// Issue 14's targets, read off a run's results: one row per target with index mode's figure, live mode's beside it,
+// The performance targets, read off a run's results: one row per target with index mode's figure, live mode's beside it,
 // the goal and whether index mode met it. Figures only: nothing here fails a run (timings on a shared machine are
 // noisy; the verdict is for the reader). A target whose phase did not run, or ran at other sizes, says so.
 import type { LookupMode } from "../tools/kcp/topology.ts";
-import type { BenchReport } from "./report.ts";
+import type { BenchReport } from "./results.ts";
 import { histogramQuantile, type Histogram, type HistogramSummary } from "./stats.ts";
+import { f, x } from "./table.ts";
 import type { TeardownResult } from "./teardown.ts";
 
 export interface TargetRow {
@@ -15,8 +16,6 @@ export interface TargetRow {
   verdict: string;
 }
 
-const f = (v: number, digits = 1): string => (Number.isFinite(v) ? v.toFixed(digits) : "–");
-const x = (v: number): string => (Number.isFinite(v) ? `${v.toFixed(2)}×` : "–");
 const verdict = (v: number, ok: (v: number) => boolean): string =>
   Number.isFinite(v) ? (ok(v) ? "met" : "MISSED") : "–";
 const MODES: LookupMode[] = ["index", "live"];

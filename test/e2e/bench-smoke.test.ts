@@ -6,7 +6,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { HEADINGS, type BenchReport } from "../../bench/report.ts";
+import { HEADINGS } from "../../bench/report.ts";
+import type { BenchReport } from "../../bench/results.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 
 interface Run {
