@@ -9,7 +9,8 @@
 // (its own protected teardown, so the teardown phase's timings are not disturbed by the probe).
 import { VMS, VPCS, at, tryDelete, vm, vpc } from "../tools/kcp/objects.ts";
 import type { LookupMode } from "../tools/kcp/topology.ts";
-import { createAll, ensureNamespace, setProtection, useLookup, type BenchEnv } from "./env.ts";
+import { createAll, ensureNamespace } from "./populate.ts";
+import { setProtection, useLookup, type BenchEnv } from "./env.ts";
 import { summarize, type Summary } from "./stats.ts";
 import { createPairs, deleteNamespace } from "./teardown.ts";
 

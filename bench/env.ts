@@ -1,14 +1,11 @@
 // The benchmark's world: a real single-shard kcp started by the test harness, the product topology, the controller
 // and the webhook as child processes with their own identities (exactly as the e2e suite runs them), the VM rule,
 // and a small probe (a VPC referenced by a VM) used to tell when protection is on or off.
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { loadKcpConnection } from "../src/kcp/kubeconfig.ts";
-import { ApiError, isApiError, type RestClient } from "../src/kcp/rest.ts";
-import { apply, type KObject } from "../tools/kcp/api.ts";
-import { kcpBinDir, startKcp, type Kcp } from "../tools/kcp/harness.ts";
+import { isApiError, type RestClient } from "../src/kcp/rest.ts";
+import { apply } from "../tools/kcp/api.ts";
+import { startKcp, type Kcp } from "../tools/kcp/harness.ts";
+import { RULES, VPCS, VWC_PATH, at, tryDelete, vm, vpc } from "../tools/kcp/objects.ts";
 import { waitFor } from "../tools/kcp/process.ts";
 import {
   Binaries,
@@ -21,8 +18,7 @@ import {
   type LookupMode,
   type Topology,
 } from "../tools/kcp/topology.ts";
-import { RULES, VMS, VPCS, VWC_PATH, at, tryDelete, vm, vpc } from "../tools/kcp/objects.ts";
-import { metricValue, parseMetrics, type Sample } from "./stats.ts";
+import { createAll, ensureNamespace } from "./populate.ts";
 
 export const PROBE_NS = "bench-probe";
 export const PROBE_VPC = `${at(VPCS, PROBE_NS)}/probe-vpc`;
@@ -138,183 +134,4 @@ export async function restartWebhook(env: BenchEnv, mode: LookupMode): Promise<n
 
 function ignore404(err: unknown): void {
   if (!isApiError(err, 404)) throw err;
-}
-
-export async function scrapeWebhook(env: BenchEnv): Promise<Sample[]> {
-  const url = `${env.bins.webhook?.healthUrl ?? ""}/metrics`;
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`GET ${url}: ${res.status}`);
-  return parseMetrics(await res.text());
-}
-
-export async function ensureNamespace(ws: RestClient, name: string): Promise<void> {
-  try {
-    await ws.request("POST", "/api/v1/namespaces", {
-      body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },
-    });
-  } catch (err) {
-    if (!isApiError(err, 409)) throw err;
-  }
-}
-
-/** Runs `fn` over `items` with at most `concurrency` in flight. */
-export async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-}
-
-const collectionOf = (obj: KObject): string =>
-  at(obj.kind === "VPC" ? VPCS : obj.kind === "VirtualMachine" ? VMS : "", obj.metadata.namespace ?? "default");
-
-/** POSTs every object (VPCs and VMs), `concurrency` in flight; an object that already exists counts as created. */
-export async function createAll(ws: RestClient, objects: readonly KObject[], concurrency = 24): Promise<void> {
-  await pool(objects, concurrency, async (obj) => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await ws.request("POST", collectionOf(obj), { body: obj });
-        return;
-      } catch (err) {
-        if (isApiError(err, 409)) return;
-        const transient = !(err instanceof ApiError) || err.status === 429 || err.status >= 500;
-        if (!transient || attempt >= 6) throw err;
-        await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
-      }
-    }
-  });
-}
-
-/** Number of objects in a collection, counted through a paginated list. */
-export async function countItems(ws: RestClient, collection: string): Promise<number> {
-  let n = 0;
-  await ws.listPages(collection, (page) => void (n += page.items?.length ?? 0), { limit: 500 });
-  return n;
-}
-
-export interface Memory {
-  rssMiB: number;
-  peakRssMiB: number;
-}
-
-/** VmRSS and VmHWM of a process from /proc (the binaries' pids are their node processes: no wrapper shell). */
-export function memoryOf(pid: number | undefined): Memory | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const kib = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN);
-    return { rssMiB: kib("VmRSS") / 1024, peakRssMiB: kib("VmHWM") / 1024 };
-  } catch {
-    return undefined;
-  }
-}
-
-export interface MachineFacts {
-  cores: number;
-  cpuModel: string;
-  memoryGiB: number;
-  os: string;
-  node: string;
-  kcp: string;
-  kcpServerVersion: string;
-  loadAverageAtStart: number[];
-}
-
-export async function machineFacts(env: BenchEnv): Promise<MachineFacts> {
-  let kcpVersion = "unknown";
-  try {
-    kcpVersion = execFileSync(path.join(kcpBinDir(), "kcp"), ["--version"], { encoding: "utf8" }).trim();
-  } catch {
-    // reported as unknown
-  }
-  const server = await env.kcp.admin.get<{ gitVersion?: string }>("/version").catch(() => ({ gitVersion: "unknown" }));
-  return {
-    cores: os.cpus().length,
-    cpuModel: os.cpus()[0]?.model ?? "unknown",
-    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
-    os: `${os.type()} ${os.release()} ${os.arch()}`,
-    node: process.version,
-    kcp: kcpVersion,
-    kcpServerVersion: server.gitVersion ?? "unknown",
-    loadAverageAtStart: os.loadavg(),
-  };
-}
-
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** CPU time (user + system) a process has used so far, in ms; resolution one clock tick (10 ms), so sum many ops. */
-export function cpuMsOf(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-  } catch {
-    return NaN;
-  }
-}
-
-/**
- * kcp's own /metrics (as shard admin, through kubectl: the RestClient speaks JSON only). Empty when kubectl is
- * missing: the figures that need it are then reported as unknown.
- */
-export function scrapeKcp(env: BenchEnv): Sample[] {
-  try {
-    const text = execFileSync(
-      "kubectl",
-      [`--kubeconfig=${env.kcp.adminKubeconfig}`, "--context=shard-base", "get", "--raw", "/metrics"],
-      { encoding: "utf8", maxBuffer: 256 * 2 ** 20, stdio: ["ignore", "pipe", "ignore"] },
-    );
-    return parseMetrics(text);
-  } catch {
-    return [];
-  }
-}
-
-/** Time kcp's watch cache spent waiting to be fresh before serving consistent VM LISTs, between two scrapes. */
-export function cacheWait(after: Sample[], before: Sample[]): { reads: number; waitMs: number } | undefined {
-  if (after.length === 0 || before.length === 0) return undefined;
-  const labels = { group: "compute.test.io", resource: "virtualmachines" };
-  const d = (suffix: string) =>
-    metricValue(after, `apiserver_watch_cache_read_wait_seconds_${suffix}`, labels) -
-    metricValue(before, `apiserver_watch_cache_read_wait_seconds_${suffix}`, labels);
-  return { reads: d("count"), waitMs: d("sum") * 1000 };
-}
-
-export interface ListCounters {
-  /** Pages served from kcp's watch cache, and objects it looked at / returned for them. */
-  cacheLists: number;
-  cacheEvaluated: number;
-  cacheReturned: number;
-  /** Pages kcp delegated to etcd, and objects read from etcd for them. */
-  storageLists: number;
-  storageFetched: number;
-}
-
-/** kcp's list counters for the VM resource (any series whose labels name virtualmachines), `after − before`. */
-export function listCounters(after: Sample[], before: Sample[]): ListCounters | undefined {
-  if (after.length === 0 || before.length === 0) return undefined;
-  const sum = (s: Sample[], name: string) =>
-    s
-      .filter((x) => x.name === name && Object.values(x.labels).some((v) => v.includes("virtualmachines")))
-      .reduce((a, x) => a + x.value, 0);
-  const d = (name: string) => sum(after, name) - sum(before, name);
-  return {
-    cacheLists: d("apiserver_cache_list_total"),
-    cacheEvaluated: d("apiserver_cache_list_evaluated_objects_total"),
-    cacheReturned: d("apiserver_cache_list_returned_objects_total"),
-    storageLists: d("apiserver_storage_list_total"),
-    storageFetched: d("apiserver_storage_list_fetched_objects_total"),
-  };
 }

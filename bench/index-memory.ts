@@ -15,17 +15,10 @@ import { waitFor } from "../tools/kcp/process.ts";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { REPO_ROOT } from "../tools/kcp/harness.ts";
-import {
-  createAll,
-  ensureNamespace,
-  memoryOf,
-  pool,
-  restartWebhook,
-  scrapeWebhook,
-  setProtection,
-  type BenchEnv,
-  type Memory,
-} from "./env.ts";
+import { createAll, ensureNamespace, pool } from "./populate.ts";
+import { memoryOf, type Memory } from "./machine.ts";
+import { restartWebhook, setProtection, type BenchEnv } from "./env.ts";
+import { scrapeWebhook } from "./scrape.ts";
 import { metricValue } from "./stats.ts";
 
 export interface IndexMemoryOptions {

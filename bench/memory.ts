@@ -7,7 +7,9 @@ import { apply } from "../tools/kcp/api.ts";
 import { waitFor } from "../tools/kcp/process.ts";
 import { PATHS, type LookupMode } from "../tools/kcp/topology.ts";
 import { RULES } from "../tools/kcp/objects.ts";
-import { memoryOf, pool, type BenchEnv, type Memory } from "./env.ts";
+import { memoryOf, type Memory } from "./machine.ts";
+import { pool } from "./populate.ts";
+import { type BenchEnv } from "./env.ts";
 import { metricValue, parseMetrics } from "./stats.ts";
 import { dependencyRule } from "../tools/kcp/rules.ts";
 

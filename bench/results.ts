@@ -1,7 +1,7 @@
 // What a run produced, as written to the JSON file; rendering and the targets both read it.
 import type { LookupMode } from "../tools/kcp/topology.ts";
 import type { DelaySeries } from "./delay.ts";
-import type { MachineFacts } from "./env.ts";
+import { type MachineFacts } from "./machine.ts";
 import type { IndexMemoryResult } from "./index-memory.ts";
 import type { LatencyResult } from "./latency.ts";
 import type { MemorySnapshot } from "./memory.ts";

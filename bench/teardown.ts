@@ -6,16 +6,9 @@
 import { vm, vpc } from "../tools/kcp/objects.ts";
 import { waitFor } from "../tools/kcp/process.ts";
 import type { LookupMode } from "../tools/kcp/topology.ts";
-import {
-  cacheWait,
-  createAll,
-  ensureNamespace,
-  scrapeKcp,
-  scrapeWebhook,
-  setProtection,
-  useLookup,
-  type BenchEnv,
-} from "./env.ts";
+import { cacheWait, scrapeKcp, scrapeWebhook } from "./scrape.ts";
+import { createAll, ensureNamespace } from "./populate.ts";
+import { setProtection, useLookup, type BenchEnv } from "./env.ts";
 import {
   histogram,
   histogramDelta,
