@@ -19,147 +19,27 @@
 //   --binaries=dist|src     dist (default): compile src/ (npm run build) and run the JavaScript the image ships;
 //                           src: run the TypeScript entry points (Node strips types at load, which costs memory)
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
-import { DEFAULT_PAGE_SIZE } from "../src/webhook/deletion/live.ts";
 import { REPO_ROOT } from "../tools/kcp/harness.ts";
-import { machineFacts } from "./machine.ts";
-import { startBench, stopBench, useLookup, type BenchEnv } from "./env.ts";
-import { LATENCY_NS, runLatency } from "./latency.ts";
-import type { BinariesFrom, LookupMode } from "../tools/kcp/topology.ts";
 import { runDelay } from "./delay.ts";
+import { startBench, stopBench, useLookup, type BenchEnv } from "./env.ts";
 import { runIndexMemory } from "./index-memory.ts";
+import { LATENCY_NS, runLatency } from "./latency.ts";
+import { machineFacts } from "./machine.ts";
 import { snapshot, withRules, type MemorySnapshot } from "./memory.ts";
+import { notesFor, otherKcps } from "./notes.ts";
+import { benchArgs } from "./options.ts";
 import { render } from "./report.ts";
 import { errorsOf, type BenchReport } from "./results.ts";
 import { runRule } from "./rule.ts";
 import { runTeardown } from "./teardown.ts";
 
-const PHASES = ["latency", "teardown", "index-delay", "rule", "memory", "index-memory"] as const;
-const MODES: readonly LookupMode[] = ["index", "live"];
-type Phase = (typeof PHASES)[number];
-
-const FULL = {
-  n: "0,100,1000,10000",
-  deletes: "200",
-  denied: "200",
-  lists: "50",
-  "after-write": "50",
-  "settle-ms": "150",
-  "page-sizes": "500,1000,2000,5000",
-  "page-size-lists": "10",
-  teardown: "100,500,2000",
-  "teardown-timeout": "600",
-  trials: "20",
-  rules: "100",
-  lookup: "index,live",
-  "delay-samples": "50",
-  "delay-load": "2000",
-  "mem-workspaces": "100",
-  "mem-per-workspace": "1000",
-  "mem-settle-ms": "10000",
-};
-const SMOKE: typeof FULL = {
-  n: "0,20",
-  deletes: "4",
-  denied: "2",
-  lists: "4",
-  "after-write": "2",
-  "settle-ms": "150",
-  "page-sizes": "10,500",
-  "page-size-lists": "1",
-  teardown: "10",
-  "teardown-timeout": "120",
-  trials: "2",
-  rules: "5",
-  lookup: "index,live",
-  "delay-samples": "3",
-  "delay-load": "10",
-  "mem-workspaces": "3",
-  "mem-per-workspace": "20",
-  "mem-settle-ms": "2000",
-};
-
-const { values } = parseArgs({
-  options: {
-    smoke: { type: "boolean", default: false },
-    only: { type: "string" },
-    "kcp-arg": { type: "string", multiple: true },
-    concurrency: { type: "string", default: "24" },
-    binaries: { type: "string", default: "dist" },
-    out: { type: "string", default: path.join(REPO_ROOT, "bench/results") },
-    ...Object.fromEntries(Object.keys(FULL).map((k) => [k, { type: "string" as const }])),
-  },
-});
-
-const preset = values.smoke ? SMOKE : FULL;
-const given = values as unknown as Record<string, string | boolean | undefined>;
-const opt = (k: keyof typeof FULL): string => (given[k] as string | undefined) ?? preset[k];
-const ints = (s: string): number[] =>
-  s
-    .split(",")
-    .filter((v) => v !== "")
-    .map((v) => Number.parseInt(v, 10));
-const int = (k: keyof typeof FULL): number => ints(opt(k))[0] ?? 0;
-const only = new Set<Phase>((values.only?.split(",") ?? PHASES).map((p) => p.trim() as Phase));
-for (const p of only) if (!PHASES.includes(p)) throw new Error(`--only: unknown phase "${p}" (${PHASES.join(", ")})`);
-const modes = opt("lookup")
-  .split(",")
-  .map((m) => m.trim())
-  .filter((m) => m !== "") as LookupMode[];
-for (const m of modes) if (!MODES.includes(m)) throw new Error(`--lookup: unknown mode "${m}" (${MODES.join(", ")})`);
-if (modes.length === 0) throw new Error("--lookup: name at least one mode");
-const concurrency = Number.parseInt(values.concurrency, 10);
-const from = values.binaries as BinariesFrom;
-if (from !== "dist" && from !== "src") throw new Error(`--binaries: "dist" or "src", not "${values.binaries}"`);
-const custom =
-  Object.keys(FULL).some((k) => given[k] !== undefined) || values.only !== undefined || values["kcp-arg"] !== undefined;
+const { values, preset, opt, ints, int, only, modes, concurrency, from, custom } = benchArgs();
 
 const log = (line: string): void =>
   void process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
-
-/** Other kcp servers on this machine (e.g. other engineers' tests): they share the CPUs with this run. */
-function otherKcps(ownPid: number | undefined): number {
-  let count = 0;
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    if (Number(pid) === ownPid) continue;
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      if (path.basename(cmd[0] ?? "") === "kcp" && cmd[1] === "start") count++;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return count;
-}
-
-function notesFor(others: number): string[] {
-  return [
-    "single-shard kcp: `kcp start` is its own front door, so 'through the front-proxy' means through kcp itself",
-    from === "dist"
-      ? "binaries: the compiled JavaScript the image runs (dist/cmd/*.js with --enable-source-maps)"
-      : "binaries: the TypeScript entry points (src/cmd/*.ts, types stripped by Node at load; more memory than the image)",
-    `lookup modes: ${modes.join(", ")}; the webhook process is restarted with the other --lookup on the same kcp and ` +
-      "port (the controller keeps running); index mode decides from a watch of the VMs through the compute " +
-      "provider's APIExport virtual workspace, live mode lists the VMs in the consumer workspace on every DELETE",
-    "the client is this process's keep-alive JSON client (one HTTPS connection pool, as kubectl keeps one), " +
-      "DELETEs addressed by workspace path (root:consumer1) like kubectl; requests are sequential",
-    "unprotected = the DependencyRule deleted and the controller's VWC gone (kcp's own DELETE cost); " +
-      "blocks alternate protected/unprotected/unprotected/protected per N and mode; which mode goes first " +
-      "alternates with N",
-    `bare LIST = the webhook's own identity and URL (logical cluster, namespace, limit=${DEFAULT_PAGE_SIZE}, all pages), ` +
-      "parsed as JSON: the floor a live lookup cannot beat (the topology grants both modes' reads for it)",
-    "kcp serves the live lookup's LIST from its watch cache as a consistent read, which first waits for the cache " +
-      "to be confirmed fresh after any write; settled series leave settle-ms after each write, 'after a write' " +
-      "series don't",
-    `N fillers reference no target; the denied variant deletes held-vpc, referenced only by zz-held-vm, which ` +
-      `sorts last so a live lookup reads every page (the namespace holds N+1 VMs)`,
-    `this machine had ${others} other kcp server(s) running at the start (other engineers' tests): ` +
-      "timings are noisy; compare figures within this run, not across runs",
-  ];
-}
 
 async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
   const memory: MemorySnapshot[] = [];
@@ -244,7 +124,7 @@ async function main(): Promise<number> {
       mode: values.smoke ? "smoke" : custom ? "custom" : "full",
       lookupModes: modes,
       machine: { ...facts, loadAverageAtEnd: [] },
-      notes: notesFor(otherKcps(env.kcp.process.pid)),
+      notes: notesFor(otherKcps(env.kcp.process.pid), from, modes),
       options: { ...preset, ...values, concurrency },
       durationS: 0,
     };
