@@ -3,12 +3,12 @@
 // bound); then check the history.
 import path from "node:path";
 import { check, RULE_RESOURCE, WORKSPACE_RESOURCE, type CheckResult } from "./checker.ts";
-import type { SoakEnv } from "./env.ts";
-import { SOAK_PROVIDER } from "./env.ts";
+import { SOAK_PROVIDER, type Consumer, type SoakEnv } from "./env.ts";
 import { injectFaults } from "./faults.ts";
 import type { History } from "./history.ts";
 import { shardConn, type ShardConn } from "./kube.ts";
 import { sentinelProbe, setupSentinel, windowProbe } from "./probes.ts";
+import { drain } from "./drain.ts";
 import { Recorder } from "./recorder.ts";
 import { Rng } from "./rng.ts";
 import { KINDS, OpLog, deleteWorkspaceLater, ruleChurner, sleep, worker, type WorkloadOptions } from "./workload.ts";
@@ -41,22 +41,7 @@ export interface SoakRun {
 
 export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
   const rng = new Rng(o.seed);
-  const history: History = {
-    seed: o.seed,
-    startedAt: Date.now(),
-    endedAt: 0,
-    windowMs: o.windowMs,
-    boundMs: o.boundMs,
-    mode: `${o.lookup} lookup`,
-    weakened: o.weakened,
-    workspaces: { ...env.workspaces },
-    watches: [],
-    ops: [],
-    faults: [],
-    exits: env.exits,
-    window: [],
-    gaps: [],
-  };
+  const history = emptyHistory(env, o);
   const exitsBefore = env.exits.length;
   const shards: Record<string, ShardConn> = {
     root: shardConn(path.join(env.kcp.rootDir, ".kcp-0/admin.kubeconfig"), "shard-base"),
@@ -70,44 +55,7 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
   const probeStop = new AbortController();
   let progress: NodeJS.Timeout | undefined;
   try {
-    const rootShard = shards["root"] as ShardConn;
-    await recorder.watch({
-      shard: "root",
-      conn: rootShard,
-      cluster: "root",
-      path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
-      resource: WORKSPACE_RESOURCE,
-    });
-    for (const provider of [env.topo.clusters.compute, clusterOf(env, SOAK_PROVIDER)]) {
-      await recorder.watch({
-        shard: "root",
-        conn: rootShard,
-        cluster: provider,
-        path: "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules",
-        resource: RULE_RESOURCE,
-      });
-    }
-    const consumers = env.liveConsumers();
-    for (const c of consumers) {
-      const conn = shards[c.shard] as ShardConn;
-      await recorder.watch({
-        shard: c.shard,
-        conn,
-        cluster: c.cluster,
-        path: "/api/v1/namespaces",
-        resource: "namespaces",
-      });
-      for (const k of Object.values(KINDS)) {
-        await recorder.watch({
-          shard: c.shard,
-          conn,
-          cluster: c.cluster,
-          path: `/apis/${k.apiVersion}/${k.plural}`,
-          resource: k.resource,
-        });
-      }
-    }
-
+    const consumers = await recordAll(recorder, env, shards);
     const log = new OpLog();
     history.ops = log.ops;
     const retired = new Set<string>();
@@ -120,30 +68,7 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
       signal: stop.signal,
       retired,
     });
-    const sentinel = consumers.find((c) => c.path === PATHS.consumer1);
-    const windowAt = consumers.find((c) => c.path === PATHS.consumer2);
-    if (!sentinel || !windowAt) throw new Error("consumer1 and consumer2 are missing from the soak topology");
-    await setupSentinel(wl(rng.fork()), sentinel);
-    await setupSentinel(wl(rng.fork()), windowAt);
-    if (o.weakened) {
-      o.log("WEAKENED BUILD: the webhook address now answers every review with allowed");
-      await env.weaken(true);
-    }
-
-    const probes = [
-      sentinelProbe(wl(rng.fork()), sentinel, 2000, probeStop.signal),
-      windowProbe(wl(rng.fork()), windowAt, 10_000, history.window),
-    ];
-    const tasks: Promise<void>[] = [];
-    for (let i = 0; i < o.workers; i++) tasks.push(worker(`w${i}`, wl(rng.fork())));
-    tasks.push(ruleChurner(wl(rng.fork()), o.ruleChurnEveryMs));
-    const doomed = consumers.at(-1);
-    if (o.deleteWorkspace && doomed && consumers.length > 3) {
-      tasks.push(deleteWorkspaceLater(wl(rng.fork()), doomed, Math.floor(o.durationMs / 2)));
-    }
-    if (o.faults && !o.weakened)
-      tasks.push(injectFaults(env, rng.fork(), o.faultEveryMs, stop.signal, history.faults, o.log));
-
+    const { probes, tasks } = await startLoad(env, o, { history, consumers, rng, wl, signal: stop.signal, probeStop });
     progress = setInterval(() => {
       o.log(
         `${Math.round((Date.now() - history.startedAt) / 1000)} s: ${log.ops.length} operations, ${history.faults.length} faults, ${history.watches.length} watch events`,
@@ -155,15 +80,7 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
     clearInterval(progress);
     for (const p of retired) env.deletedWorkspaces.add(p);
     if (o.weakened) await env.weaken(false);
-
-    o.log(
-      "draining: waiting (up to the bound) for namespace and workspace deletions, protection, and every rule Ready",
-    );
-    const deadline = Date.now() + o.boundMs;
-    while (Date.now() < deadline) {
-      if (pendingDeletions(history) === 0 && lastProbeDenied(history) && rulesSettled(history)) break;
-      await sleep(2000);
-    }
+    await drain(history, o);
     probeStop.abort();
     await Promise.all(probes);
     await sleep(2000); // the last watch events
@@ -181,47 +98,111 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
   return { history, result: check(history) };
 }
 
+function emptyHistory(env: SoakEnv, o: SoakOptions): History {
+  return {
+    seed: o.seed,
+    startedAt: Date.now(),
+    endedAt: 0,
+    windowMs: o.windowMs,
+    boundMs: o.boundMs,
+    mode: `${o.lookup} lookup`,
+    weakened: o.weakened,
+    workspaces: { ...env.workspaces },
+    watches: [],
+    ops: [],
+    faults: [],
+    exits: env.exits,
+    window: [],
+    gaps: [],
+  };
+}
+
+/** Watches, with each shard's admin: the workspaces, the providers' rules, and every consumer's objects. */
+async function recordAll(recorder: Recorder, env: SoakEnv, shards: Record<string, ShardConn>): Promise<Consumer[]> {
+  const rootShard = shards["root"] as ShardConn;
+  await recorder.watch({
+    shard: "root",
+    conn: rootShard,
+    cluster: "root",
+    path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
+    resource: WORKSPACE_RESOURCE,
+  });
+  for (const provider of [env.topo.clusters.compute, clusterOf(env, SOAK_PROVIDER)]) {
+    await recorder.watch({
+      shard: "root",
+      conn: rootShard,
+      cluster: provider,
+      path: "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules",
+      resource: RULE_RESOURCE,
+    });
+  }
+  const consumers = env.liveConsumers();
+  for (const c of consumers) {
+    const conn = shards[c.shard] as ShardConn;
+    await recorder.watch({
+      shard: c.shard,
+      conn,
+      cluster: c.cluster,
+      path: "/api/v1/namespaces",
+      resource: "namespaces",
+    });
+    for (const k of Object.values(KINDS)) {
+      await recorder.watch({
+        shard: c.shard,
+        conn,
+        cluster: c.cluster,
+        path: `/apis/${k.apiVersion}/${k.plural}`,
+        resource: k.resource,
+      });
+    }
+  }
+  return consumers;
+}
+
+interface Load {
+  history: History;
+  consumers: Consumer[];
+  rng: Rng;
+  wl: (r: Rng) => WorkloadOptions;
+  signal: AbortSignal;
+  probeStop: AbortController;
+}
+
+/**
+ * The sentinels, the probes, the workers, the rule churn, the workspace deletion and the faults, started in this
+ * order: each draws its own fork of the seeded generator, so the order is what makes a seed replay the same run.
+ */
+async function startLoad(
+  env: SoakEnv,
+  o: SoakOptions,
+  { history, consumers, rng, wl, signal, probeStop }: Load,
+): Promise<{ probes: Promise<void>[]; tasks: Promise<void>[] }> {
+  const sentinel = consumers.find((c) => c.path === PATHS.consumer1);
+  const windowAt = consumers.find((c) => c.path === PATHS.consumer2);
+  if (!sentinel || !windowAt) throw new Error("consumer1 and consumer2 are missing from the soak topology");
+  await setupSentinel(wl(rng.fork()), sentinel);
+  await setupSentinel(wl(rng.fork()), windowAt);
+  if (o.weakened) {
+    o.log("WEAKENED BUILD: the webhook address now answers every review with allowed");
+    await env.weaken(true);
+  }
+  const probes = [
+    sentinelProbe(wl(rng.fork()), sentinel, 2000, probeStop.signal),
+    windowProbe(wl(rng.fork()), windowAt, 10_000, history.window),
+  ];
+  const tasks: Promise<void>[] = [];
+  for (let i = 0; i < o.workers; i++) tasks.push(worker(`w${i}`, wl(rng.fork())));
+  tasks.push(ruleChurner(wl(rng.fork()), o.ruleChurnEveryMs));
+  const doomed = consumers.at(-1);
+  if (o.deleteWorkspace && doomed && consumers.length > 3) {
+    tasks.push(deleteWorkspaceLater(wl(rng.fork()), doomed, Math.floor(o.durationMs / 2)));
+  }
+  if (o.faults && !o.weakened) tasks.push(injectFaults(env, rng.fork(), o.faultEveryMs, signal, history.faults, o.log));
+  return { probes, tasks };
+}
+
 function clusterOf(env: SoakEnv, p: string): string {
   const found = Object.entries(env.workspaces).find(([, v]) => v === p);
   if (!found) throw new Error(`no logical cluster known for ${p}`);
   return found[0];
-}
-
-/** Namespace and workspace deletions we sent whose object has not gone yet. */
-function pendingDeletions(h: History): number {
-  let pending = 0;
-  for (const op of h.ops) {
-    if ((op.kind !== "delete-namespace" && op.kind !== "delete-workspace") || op.status < 200 || op.status >= 300)
-      continue;
-    const cluster = op.kind === "delete-namespace" ? op.cluster : "root";
-    const resource = op.kind === "delete-namespace" ? "namespaces" : WORKSPACE_RESOURCE;
-    const gone = h.watches.some(
-      (w) =>
-        w.type === "DELETED" &&
-        w.cluster === cluster &&
-        w.resource === resource &&
-        w.name === op.name &&
-        w.recvAt >= op.sentAt,
-    );
-    if (!gone) pending++;
-  }
-  return pending;
-}
-
-function lastProbeDenied(h: History): boolean {
-  const probes = h.ops.filter((o) => o.kind === "probe");
-  return probes.at(-1)?.status === 409;
-}
-
-/** Every rule's latest state is Ready for its generation (or the rule is gone). */
-function rulesSettled(h: History): boolean {
-  const last = new Map<string, History["watches"][number]>();
-  for (const w of h.watches) if (w.resource === RULE_RESOURCE) last.set(`${w.cluster}/${w.name}`, w);
-  return [...last.values()].every((w) => {
-    if (w.type === "DELETED") return true;
-    const gen = (w.object["metadata"] as { generation?: number } | undefined)?.generation;
-    const conds = (w.object["status"] as { conditions?: Record<string, unknown>[] } | undefined)?.conditions ?? [];
-    const ready = conds.find((c) => c["type"] === "Ready");
-    return ready?.["status"] === "True" && ready["observedGeneration"] === gen;
-  });
 }
