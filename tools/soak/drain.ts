@@ -2,7 +2,7 @@
 // judges a settled history rather than one cut off mid-deletion.
 import { RULE_RESOURCE, WORKSPACE_RESOURCE } from "./checker.ts";
 import type { History } from "./history.ts";
-import { sleep } from "./workload.ts";
+import { sleep } from "./oplog.ts";
 
 /** Waits until namespace and workspace deletions are done, protection is back and every rule is Ready. */
 export async function drain(history: History, o: { boundMs: number; log: (line: string) => void }): Promise<void> {

@@ -5,7 +5,7 @@
 import type { FaultKind, FaultRecord } from "./history.ts";
 import type { Rng } from "./rng.ts";
 import type { SoakEnv } from "./env.ts";
-import { sleep } from "./workload.ts";
+import { sleep } from "./oplog.ts";
 
 const KINDS: FaultKind[] = [
   "kill-webhook-replica",

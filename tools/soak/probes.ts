@@ -2,7 +2,8 @@
 // protection return after a fault) and the consistency window (how long after a dependent's create is answered the
 // webhook's denial names it: for the live lookup, the time its LIST needs to see the new object).
 import type { WindowSample } from "./history.ts";
-import { KINDS, collection, sleep, type WorkloadOptions } from "./workload.ts";
+import { KINDS, collection } from "./kinds.ts";
+import { sleep, type WorkloadOptions } from "./oplog.ts";
 import type { Consumer } from "./env.ts";
 
 export const SENTINEL_NS = "sentinel";

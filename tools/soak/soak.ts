@@ -11,7 +11,10 @@ import { sentinelProbe, setupSentinel, windowProbe } from "./probes.ts";
 import { drain } from "./drain.ts";
 import { Recorder } from "./recorder.ts";
 import { Rng } from "./rng.ts";
-import { KINDS, OpLog, deleteWorkspaceLater, ruleChurner, sleep, worker, type WorkloadOptions } from "./workload.ts";
+import { KINDS } from "./kinds.ts";
+import { OpLog, sleep, type WorkloadOptions } from "./oplog.ts";
+import { deleteWorkspaceLater, ruleChurner } from "./churn.ts";
+import { worker } from "./workload.ts";
 import { PATHS } from "../kcp/topology.ts";
 
 export interface SoakOptions {
