@@ -17,6 +17,7 @@ import { DependentsIndex } from "./deletion/index/index.ts";
 import { registerIndexMetrics } from "./deletion/index/metrics.ts";
 import { IndexReadiness } from "./deletion/index/readiness.ts";
 import { IndexReporter } from "./deletion/index/report.ts";
+import { exportWatchFactory } from "./deletion/index/watches.ts";
 import { LiveDependentFinder } from "./deletion/live.ts";
 import type { RuleRegistry } from "./rules/registry.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
@@ -190,9 +191,10 @@ function startIndex(
     health: () => index.health(),
     logger: logger.child({ part: "index-report" }),
   });
+  const indexLogger = logger.child({ part: "index" });
   const index = new DependentsIndex({
-    base,
-    logger: logger.child({ part: "index" }),
+    watch: exportWatchFactory(base, indexLogger),
+    logger: indexLogger,
     onChange: () => reporter.changed(),
   });
   reporter.start();

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Dependent } from "../../src/webhook/admission.ts";
 import { CONFIRM_AT_MOST, confirmDependents, dependentPath } from "../../src/webhook/deletion/index/confirm.ts";
-import type { FoundDependents } from "../../src/webhook/deletion/live.ts";
+import type { FoundDependents } from "../../src/webhook/deletion/finder.ts";
 import { vmLookup } from "./helpers-rules.ts";
 
 const vm = (name: string, vpc: string, namespace = "default") => ({

@@ -1,7 +1,7 @@
 // A starting replica's index readiness: waits for listing types, never for failing ones, and never past the grace.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { TypeHealth } from "../../src/webhook/deletion/index/index.ts";
+import type { TypeHealth } from "../../src/webhook/deletion/index/watches.ts";
 import { IndexReadiness } from "../../src/webhook/deletion/index/readiness.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 

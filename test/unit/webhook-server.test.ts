@@ -13,7 +13,7 @@ import { Registry } from "prom-client";
 import type { DependencyRule } from "../../src/api/types.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { createAdmissionHandler, type AdmissionHandler } from "../../src/webhook/deletion/handler.ts";
-import type { DependentFinder } from "../../src/webhook/deletion/live.ts";
+import type { DependentFinder } from "../../src/webhook/deletion/finder.ts";
 import { matchingDependents } from "../../src/webhook/deletion/matching.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
 import { buildRegistry, type RuleRegistry } from "../../src/webhook/rules/registry.ts";

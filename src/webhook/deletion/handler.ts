@@ -12,10 +12,9 @@ import {
   type LookupResult,
 } from "../admission.ts";
 import { clusterWideRetries, decide, planLookups } from "./decision.ts";
-import type { DependentFinder } from "./live.ts";
+import type { DependentFinder } from "./finder.ts";
 import type { WebhookMetrics } from "../metrics.ts";
 import type { RuleRegistry } from "../rules/registry.ts";
-import { IndexUnavailableError } from "./index/index.ts";
 import { logSafe } from "../../observability/clip.ts";
 
 export interface HandlerOptions {
@@ -38,16 +37,17 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
 
   async function runLookup(lookup: Lookup, limit: number, signal: AbortSignal): Promise<LookupResult> {
     const end = opts.metrics.lookupSeconds.startTimer();
+    let result: LookupResult;
     try {
-      const found = await opts.finder.find(lookup, limit, signal);
-      end({ result: found.notBound ? "not-bound" : "ok" });
-      return found;
+      const answer = await opts.finder.find(lookup, limit, signal);
+      // "Unavailable" refuses the DELETE like a failed list (with 503 rather than 500), and is counted like one.
+      result = answer.ok ? answer : { ok: false, error: answer.detail, unavailable: answer.message };
     } catch (err) {
-      end({ result: "error" });
-      opts.metrics.lookupErrors.inc();
-      if (err instanceof IndexUnavailableError) return { ok: false, error: err.detail, unavailable: err.message };
-      return { ok: false, error: signal.aborted ? `no answer within ${timeoutMs} ms` : errorMessage(err) };
+      result = { ok: false, error: signal.aborted ? `no answer within ${timeoutMs} ms` : errorMessage(err) };
     }
+    end({ result: !result.ok ? "error" : result.notBound ? "not-bound" : "ok" });
+    if (!result.ok) opts.metrics.lookupErrors.inc();
+    return result;
   }
 
   async function decideRequest(request: AdmissionRequest, provider: LogicalClusterName | undefined): Promise<Decision> {

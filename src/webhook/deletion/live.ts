@@ -1,26 +1,10 @@
-// Finding dependents: the webhook's only I/O on the DELETE path, behind a one-method interface so decisions can be
-// tested with a plain function. The live finder lists the dependent type in the consumer workspace through the kcp
-// front-proxy, page by page, and stops as soon as it has more than it was asked for. It decides nothing: a 404 is
-// reported as `notBound`, and what that means is up to decision.ts.
+// The live finder (`--lookup=live`): lists the dependent type in the consumer workspace through the kcp front-proxy,
+// page by page, and stops as soon as it has more than it was asked for. It decides nothing: a 404 is reported as
+// `notBound`, and what that means is up to decision.ts.
 import { isApiError, type RestClient } from "../../kcp/rest.ts";
-import type { Lookup, LookupResult } from "../admission.ts";
+import type { Lookup } from "../admission.ts";
+import { dependentCollectionPath, type DependentFinder, type FoundDependents } from "./finder.ts";
 import { matchingDependents } from "./matching.ts";
-
-export type FoundDependents = Extract<LookupResult, { ok: true }>;
-
-export interface DependentFinder {
-  /** Dependents matching `lookup`, stopping once more than `limit` are found. Throws on any failure but 404. */
-  find(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FoundDependents>;
-}
-
-/** `/apis/<g>/<v>[/namespaces/<ns>]/<resource>` of the dependent type; the core group lives under `/api/<v>`. */
-export function dependentCollectionPath(lookup: Lookup, namespace: string | undefined): string {
-  const d = lookup.dependent;
-  const enc = encodeURIComponent;
-  const api = d.group === "" ? `/api/${enc(d.version)}` : `/apis/${enc(d.group)}/${enc(d.version)}`;
-  const ns = namespace !== undefined ? `/namespaces/${enc(namespace)}` : "";
-  return `${api}${ns}/${enc(d.resource)}`;
-}
 
 /** `/clusters/<c>/apis/<g>/<v>[/namespaces/<ns>]/<resource>`: where the live lookup lists. */
 export function dependentListPath(lookup: Lookup): string {
@@ -52,6 +36,7 @@ export class LiveDependentFinder implements DependentFinder {
     this.pageTimeoutMs = opts.pageTimeoutMs ?? 8_000;
   }
 
+  /** Never "unavailable": any failure but 404 is thrown (and refuses the DELETE with 500). */
   async find(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FoundDependents> {
     const found: FoundDependents["dependents"] = [];
     let complete = true;

@@ -5,7 +5,7 @@
 // path only; any doubt (an error, too many found, an answer cut short) keeps every blocker the index found.
 import type { Dependent, Lookup } from "../../admission.ts";
 import { MAX_LISTED_BLOCKERS } from "../../admission.ts";
-import { dependentCollectionPath, type FoundDependents } from "../live.ts";
+import { dependentCollectionPath, type FoundDependents } from "../finder.ts";
 import { matchingDependents } from "../matching.ts";
 
 /** Found dependents read again at most; past this many the denial stands as the index gave it. */

@@ -1,114 +1,48 @@
-// The dependents index: one watch per dependent type named by a registered rule, through that type's own APIExport
-// virtual workspace (the rule's workspace, spec.dependent.apiExportName; one endpoint per shard, `/clusters/*`),
-// read with the consent the provider gave in deploy/rbac/provider-index.yaml. Each endpoint's objects go into a
-// ReferenceStore, so a DELETE is decided without a round trip to kcp.
-//
-// Level-triggered: `follow(registry)` is called with every new registry and makes the running watches match its
-// dependent types. A type whose field paths changed gets a second watch; the first keeps answering the paths it has
-// until the second has listed everything, then it is replaced. A lookup the index cannot answer truthfully (type not
-// watched yet, not listed on every shard, a list or watch failing, a path not indexed yet) throws
-// IndexUnavailableError: the handler refuses that DELETE with a 503 and decides every other one.
+// The dependents index as a finder (`--lookup=index`): answers each lookup from the watches of watches.ts, so a
+// DELETE is decided without a round trip to kcp (but for the second look of confirm.ts before a denial). A lookup
+// the index cannot answer truthfully (type not watched yet, not listed on every shard, a list or watch failing, a
+// path not indexed yet) is answered "unavailable": the handler refuses that DELETE with a 503 and decides every
+// other one.
 import type { Logger } from "pino";
-import type { FieldPath } from "../../../fieldpath/fieldpath.ts";
-import type { KubeObject } from "../../../kcp/informer.ts";
-import type { RestClient } from "../../../kcp/rest.ts";
-import { ExportWatch } from "../../../kcp/virtualworkspace.ts";
-import { MAX_CAUSES, type Lookup } from "../../admission.ts";
-import type { DependentFinder, FoundDependents } from "../live.ts";
 import { dependentTypeKey } from "../../../api/index-report.ts";
-import type { IndexedType, RuleRegistry } from "../../rules/registry.ts";
+import { MAX_CAUSES, type Lookup } from "../../admission.ts";
+import { found, unavailable, type DependentFinder, type FinderAnswer, type FoundDependents } from "../finder.ts";
+import type { RuleRegistry } from "../../rules/registry.ts";
 import { confirmDependents, type ConfirmResult } from "./confirm.ts";
-import { NotIndexedError, ReferenceStore, type IndexedDependent } from "./store.ts";
+import { NotIndexedError } from "./store.ts";
+import { TypeWatches, type IndexWatch, type IndexWatchFactory, type TypeHealth } from "./watches.ts";
 
 /** A second look at a found dependent must not eat the DELETE's whole lookup budget (8 s); a timeout keeps it. */
 const CONFIRM_TIMEOUT_MS = 2_000;
 
-/** A lookup the index cannot answer now; `message` is safe to show the deleter, `detail` is for the log. */
-export class IndexUnavailableError extends Error {
-  override name = "IndexUnavailableError";
-  readonly detail: string;
-  constructor(message: string, detail: string) {
-    super(message);
-    this.detail = detail;
-  }
-}
-
-/** Why one dependent type cannot be answered from the index, for logs, metrics and the rule's status. */
-export interface TypeHealth {
-  type: string;
-  state: "ready" | "syncing" | "failing";
-  /** The failures, e.g. a 403 when the provider has not applied (or has revoked) its consent. */
-  errors: string[];
-}
-
-interface TypeWatch {
-  paths: string;
-  watch: ExportWatch<KubeObject, IndexedDependent>;
-}
-
-interface Slot {
-  type: IndexedType;
-  current: TypeWatch;
-  /** A watch for a changed set of field paths, until it has listed everything. */
-  next?: TypeWatch;
-}
-
 export interface DependentsIndexOptions {
-  /** Client rooted at the kcp base URL (front-proxy) with the webhook's identity. */
-  base: RestClient;
+  /** Builds the watch of one dependent type (exportWatchFactory in production). */
+  watch: IndexWatchFactory;
   logger: Logger;
-  /** Objects per list page while (re)listing a type. */
-  pageSize?: number;
-  /** Told when anything changed (e.g. to refresh metrics). */
+  /** Told when anything changed (e.g. to refresh the report). */
   onChange?: () => void;
 }
 
-const pathsKey = (paths: readonly FieldPath[]): string => paths.map((p) => p.source).join("\n");
-
 export class DependentsIndex implements DependentFinder {
-  private readonly opts: DependentsIndexOptions;
-  private readonly slots = new Map<string, Slot>();
-  private stopped = false;
+  private readonly watches: TypeWatches;
 
   constructor(opts: DependentsIndexOptions) {
-    this.opts = opts;
+    this.watches = new TypeWatches(opts);
   }
 
   /** Makes the watches match the registry's dependent types (idempotent; call it with every new registry). */
   follow(registry: RuleRegistry): void {
-    if (this.stopped) return;
-    const wanted = new Map(registry.dependentTypes().map((t) => [dependentTypeKey(t.dependent), t]));
-    for (const [key, slot] of this.slots) {
-      if (wanted.has(key)) continue;
-      slot.current.watch.stop();
-      slot.next?.watch.stop();
-      this.slots.delete(key);
-    }
-    for (const [key, type] of wanted) {
-      const slot = this.slots.get(key);
-      const paths = pathsKey(type.fieldPaths);
-      if (!slot) {
-        this.slots.set(key, { type, current: this.startWatch(key, type) });
-      } else if (slot.current.paths !== paths && slot.next?.paths !== paths) {
-        slot.next?.watch.stop();
-        slot.next = this.startWatch(key, type);
-        slot.type = type;
-      } else if (slot.current.paths === paths && slot.next) {
-        slot.next.watch.stop(); // the paths changed back before the replacement was ready
-        delete slot.next;
-      }
-    }
+    this.watches.follow(registry);
   }
 
-  async find(lookup: Lookup, wanted: number, signal?: AbortSignal): Promise<FoundDependents> {
+  async find(lookup: Lookup, wanted: number, signal?: AbortSignal): Promise<FinderAnswer> {
     // Reading the index is cheap, so it finds up to MAX_CAUSES even when fewer are asked for: the message can then say
     // "and 2 more" rather than "and at least 1 more".
     const limit = Math.max(wanted, MAX_CAUSES);
     const key = dependentTypeKey(lookup.dependent);
-    const slot = this.slots.get(key);
+    const slot = this.watches.slot(key);
     const what = describe(lookup);
-    if (!slot)
-      throw new IndexUnavailableError(`the index of ${what} is starting`, `${key}: no watch for this type yet`);
+    if (!slot) return unavailable("starting", `the index of ${what} is starting`, `${key}: no watch for this type yet`);
     let problem: Answer | undefined;
     for (const w of slot.next ? [slot.current, slot.next] : [slot.current]) {
       const answer = answerFrom(w.watch, lookup, limit);
@@ -116,8 +50,9 @@ export class DependentsIndex implements DependentFinder {
       if (!problem || (problem.kind === "not-indexed" && answer.kind !== "not-indexed")) problem = answer;
     }
     if (problem?.kind === "failing")
-      throw new IndexUnavailableError(`the index of ${what} is not readable`, `${key}: ${problem.detail}`);
-    throw new IndexUnavailableError(
+      return unavailable("failing", `the index of ${what} is not readable`, `${key}: ${problem.detail}`);
+    return unavailable(
+      problem?.kind === "not-indexed" ? "not-indexed" : "syncing",
       `the index of ${what} is still syncing`,
       `${key}: not every endpoint has listed the type with these field paths yet`,
     );
@@ -127,72 +62,30 @@ export class DependentsIndex implements DependentFinder {
   readonly confirmations: Record<ConfirmResult, number> = { kept: 0, gone: 0, error: 0 };
 
   private async confirm(
-    watch: ExportWatch<KubeObject, IndexedDependent>,
+    watch: IndexWatch,
     answer: Extract<Answer, { kind: "found" }>,
     lookup: Lookup,
     signal: AbortSignal | undefined,
   ): Promise<FoundDependents> {
     if (answer.endpoint === undefined) return answer.found;
-    const client = watch.clientFor(answer.endpoint, lookup.consumer);
+    const endpoint = answer.endpoint;
     const read = (path: string): Promise<unknown> =>
-      client.getOptional(path, { timeoutMs: CONFIRM_TIMEOUT_MS, ...(signal ? { signal } : {}) });
+      watch.read(endpoint, lookup.consumer, path, { timeoutMs: CONFIRM_TIMEOUT_MS, ...(signal ? { signal } : {}) });
     return confirmDependents(answer.found, lookup, read, (r) => this.confirmations[r]++);
   }
 
   /** One line per watched type: ready, syncing, or failing with the errors. */
   health(): TypeHealth[] {
-    return [...this.slots.entries()].map(([type, slot]) => {
-      const failing = slot.current.watch.failing();
-      if (failing.length > 0) return { type, state: "failing", errors: failing.map((f) => f.error) };
-      return { type, state: slot.current.watch.hasSynced() ? "ready" : "syncing", errors: [] };
-    });
+    return this.watches.health();
   }
 
   /** Dependents indexed, over all types and endpoints. */
   size(): number {
-    let n = 0;
-    for (const slot of this.slots.values()) for (const s of slot.current.watch.syncedStores()) n += s.size;
-    return n;
+    return this.watches.size();
   }
 
   stop(): void {
-    this.stopped = true;
-    for (const slot of this.slots.values()) {
-      slot.current.watch.stop();
-      slot.next?.watch.stop();
-    }
-    this.slots.clear();
-  }
-
-  private startWatch(key: string, type: IndexedType): TypeWatch {
-    const d = type.dependent;
-    const paths = type.fieldPaths;
-    const tw: TypeWatch = {
-      paths: pathsKey(paths),
-      watch: new ExportWatch<KubeObject, IndexedDependent>({
-        exportWorkspace: this.opts.base.forCluster(d.exportCluster),
-        exportName: d.apiExportName,
-        resourcePath: `/apis/${d.group}/${d.version}/${d.resource}`,
-        logger: this.opts.logger.child({ index: key }),
-        newStore: () => new ReferenceStore(paths),
-        ...(this.opts.pageSize ? { pageSize: this.opts.pageSize } : {}),
-        onChange: () => this.onWatchChange(key, tw),
-      }),
-    };
-    tw.watch.start();
-    return tw;
-  }
-
-  /** Promotes a replacement watch once it has listed everything. */
-  private onWatchChange(key: string, tw: TypeWatch): void {
-    const slot = this.slots.get(key);
-    if (slot?.next === tw && tw.watch.hasSynced() && tw.watch.failing().length === 0) {
-      slot.current.watch.stop();
-      slot.current = tw;
-      delete slot.next;
-      this.opts.logger.info({ index: key }, "dependents index rebuilt for new field paths");
-    }
-    this.opts.onChange?.();
+    this.watches.stop();
   }
 }
 
@@ -207,35 +100,27 @@ type Answer =
  * holds any of its objects, that endpoint alone answers, whatever the other shards are doing. Otherwise "none" is
  * true only when every endpoint is known, listed and healthy; else the consumer might be on the shard we cannot see.
  */
-function answerFrom(watch: ExportWatch<KubeObject, IndexedDependent>, lookup: Lookup, limit: number): Answer {
+function answerFrom(watch: IndexWatch, lookup: Lookup, limit: number): Answer {
   try {
     const states = watch.endpointStates();
-    const home = states.find((e) => e.synced && (e.store as ReferenceStore).hasCluster(lookup.consumer));
+    const home = states.find((e) => e.synced && e.store.hasCluster(lookup.consumer));
     if (home) {
       if (home.error !== undefined) return { kind: "failing", detail: `${home.endpoint}: ${home.error}` };
-      return {
-        kind: "found",
-        found: found((home.store as ReferenceStore).find(lookup, limit)),
-        endpoint: home.endpoint,
-      };
+      const r = home.store.find(lookup, limit);
+      return { kind: "found", found: found(r.dependents, r.complete), endpoint: home.endpoint };
     }
     const failing = watch.failing();
     if (failing.length > 0)
       return { kind: "failing", detail: failing.map((f) => `${f.endpoint}: ${f.error}`).join("; ") };
     if (!watch.endpointsKnown() || states.some((e) => !e.synced)) return { kind: "syncing" };
     // Checks the paths are indexed even when nothing is there to find.
-    for (const e of states) (e.store as ReferenceStore).find(lookup, limit);
-    return { kind: "found", found: { ok: true, dependents: [], complete: true } };
+    for (const e of states) e.store.find(lookup, limit);
+    return { kind: "found", found: found([], true) };
   } catch (err) {
     if (err instanceof NotIndexedError) return { kind: "not-indexed" };
     throw err;
   }
 }
-
-const found = (r: { dependents: FoundDependents["dependents"]; complete: boolean }): FoundDependents => ({
-  ok: true,
-  ...r,
-});
 
 function describe(lookup: Lookup): string {
   const d = lookup.dependent;

@@ -4,7 +4,7 @@
 // hold it: a provider that withholds its consent, or a shard that is down, must not keep the replica (and with it
 // every other tenant's deletes) out of service. Those types answer 503 for their own deletes only.
 import type { Clock } from "../../../util/clock.ts";
-import type { TypeHealth } from "./index.ts";
+import type { TypeHealth } from "./watches.ts";
 
 /** How long a starting replica waits for types still listing before it goes Ready without them. */
 export const INDEX_READY_GRACE_MS = 60_000;

@@ -12,7 +12,7 @@ import {
 import { isApiError } from "../../../kcp/rest.ts";
 import type { Clock } from "../../../util/clock.ts";
 import { WorkLoop } from "../../../util/workloop.ts";
-import type { TypeHealth } from "./index.ts";
+import type { TypeHealth } from "./watches.ts";
 
 /** The report of the index's types; a 403 anywhere means the provider's consent is missing (the hint to give). */
 export function reportOf(health: readonly TypeHealth[]): IndexReport {

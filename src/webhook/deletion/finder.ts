@@ -1,0 +1,54 @@
+// What the decision needs from wherever dependents come from: one method, and an answer that says either what was
+// found or why the finder cannot answer now. "Cannot answer now" is an answer, not an exception, so the handler
+// does not need to know which finder it talks to; only a failure nobody expected is thrown (and becomes a 500).
+// Both finders (live.ts, index/) depend on this module, never on each other.
+import type { Lookup, LookupResult } from "../admission.ts";
+
+/** Dependents matching a lookup; `notBound` when the dependent type is not served in the consumer workspace (404). */
+export type FoundDependents = Extract<LookupResult, { ok: true }>;
+
+/**
+ * Why a finder cannot answer yet: the type is not watched yet (starting), not listed on every shard (syncing),
+ * a list or watch fails (failing), or the lookup's field paths are not indexed yet (not-indexed).
+ */
+export type UnavailableReason = "starting" | "syncing" | "failing" | "not-indexed";
+
+/** The finder cannot answer truthfully now; `message` is safe to show the deleter, `detail` is for the log. */
+export interface Unavailable {
+  ok: false;
+  reason: UnavailableReason;
+  message: string;
+  detail: string;
+}
+
+export type FinderAnswer = FoundDependents | Unavailable;
+
+export interface DependentFinder {
+  /**
+   * Dependents matching `lookup`, stopping once more than `limit` are found, or why they cannot be known now.
+   * Throws only on a failure it cannot explain (a list that failed, a timeout): the DELETE is then refused with 500.
+   */
+  find(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FinderAnswer>;
+}
+
+export const found = (dependents: FoundDependents["dependents"], complete: boolean): FoundDependents => ({
+  ok: true,
+  dependents,
+  complete,
+});
+
+export const unavailable = (reason: UnavailableReason, message: string, detail: string): Unavailable => ({
+  ok: false,
+  reason,
+  message,
+  detail,
+});
+
+/** `/apis/<g>/<v>[/namespaces/<ns>]/<resource>` of the dependent type; the core group lives under `/api/<v>`. */
+export function dependentCollectionPath(lookup: Lookup, namespace: string | undefined): string {
+  const d = lookup.dependent;
+  const enc = encodeURIComponent;
+  const api = d.group === "" ? `/api/${enc(d.version)}` : `/apis/${enc(d.group)}/${enc(d.version)}`;
+  const ns = namespace !== undefined ? `/namespaces/${enc(namespace)}` : "";
+  return `${api}${ns}/${enc(d.resource)}`;
+}
