@@ -1,7 +1,7 @@
 // The run's slower changes beside the workers: the soak provider's rule reshaped or recreated now and then, and one
 // consumer workspace deleted part-way through.
-import type { Consumer } from "./env.ts";
-import { SOAK_PROVIDER, SOAK_RULE, serverRule, type ServerRuleShape } from "./env.ts";
+import { type Consumer } from "./env.ts";
+import { SOAK_PROVIDER, SOAK_RULE, serverRule, type ServerRuleShape } from "./provider.ts";
 import type { Answer } from "./kube.ts";
 import { sleep, type WorkloadOptions } from "./oplog.ts";
 

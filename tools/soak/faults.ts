@@ -4,7 +4,7 @@
 // rules and its virtual workspaces go silent at once. Each fault is recorded with the interval it lasted.
 import type { FaultKind, FaultRecord } from "./history.ts";
 import type { Rng } from "./rng.ts";
-import type { SoakEnv } from "./env.ts";
+import { type SoakEnv } from "./env.ts";
 import { sleep } from "./oplog.ts";
 
 const KINDS: FaultKind[] = [

@@ -1,5 +1,5 @@
 // The request log every worker, the churner and the probes write to, and what each of them is handed.
-import type { Consumer } from "./env.ts";
+import { type Consumer } from "./env.ts";
 import type { OpRecord } from "./history.ts";
 import { request, type Answer, type ShardConn } from "./kube.ts";
 import type { Rng } from "./rng.ts";

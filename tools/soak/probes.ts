@@ -4,7 +4,7 @@
 import type { WindowSample } from "./history.ts";
 import { KINDS, collection } from "./kinds.ts";
 import { sleep, type WorkloadOptions } from "./oplog.ts";
-import type { Consumer } from "./env.ts";
+import { type Consumer } from "./env.ts";
 
 export const SENTINEL_NS = "sentinel";
 export const WINDOW_NS = "window";

@@ -3,7 +3,8 @@
 // bound); then check the history.
 import path from "node:path";
 import { check, RULE_RESOURCE, WORKSPACE_RESOURCE, type CheckResult } from "./checker.ts";
-import { SOAK_PROVIDER, type Consumer, type SoakEnv } from "./env.ts";
+import { SOAK_PROVIDER } from "./provider.ts";
+import { type Consumer, type SoakEnv } from "./env.ts";
 import { injectFaults } from "./faults.ts";
 import type { History } from "./history.ts";
 import { shardConn, type ShardConn } from "./kube.ts";

@@ -2,7 +2,7 @@
 // zones) and dependents (VMs with single references, servers with `[*]` subnet lists, references changing on
 // update), DELETECOLLECTION and dry-run deletes, namespace deletions, the skip-protection annotation now and then,
 // and rule churn. Every request is logged with its sent and answered times, its status and kcp's message.
-import type { Consumer } from "./env.ts";
+import { type Consumer } from "./env.ts";
 import type { Answer } from "./kube.ts";
 import { DELETABLE_NAMESPACES, KINDS, NAMESPACES, POOL, collection, type Kind } from "./kinds.ts";
 import { sleep, type WorkloadOptions } from "./oplog.ts";
