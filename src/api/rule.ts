@@ -6,14 +6,9 @@
 import { parseFieldPath, type FieldPath } from "../fieldpath/fieldpath.ts";
 import { isRecord } from "../util/json.ts";
 import { DEPENDENCY_SCHEMA, DEPENDENT_SCHEMA, ENFORCEMENTS, MAX_DEPENDENCIES, type Enforcement } from "./schema.ts";
-import {
-  CLUSTER_ANNOTATION,
-  type GroupResource,
-  type LogicalClusterName,
-  type RuleKey,
-  type WorkspacePath,
-} from "./types.ts";
+import { CLUSTER_ANNOTATION, type GroupResource, type RuleKey, type WorkspacePath } from "./types.ts";
 import { formatFieldError, validate } from "./validate.ts";
+import { parseLogicalClusterName, parseWorkspacePath } from "./wire.ts";
 
 export interface GroupVersionResource extends GroupResource {
   version: string;
@@ -53,15 +48,15 @@ export interface ParsedRule {
   problems: string[];
 }
 
-/** The rule's key from `metadata.name` and the `kcp.io/cluster` annotation; undefined if either is missing. */
+/** The rule's key from `metadata.name` and the `kcp.io/cluster` annotation; undefined if either is missing or invalid. */
 export function ruleKeyOf(obj: unknown): RuleKey | undefined {
   if (!isRecord(obj) || !isRecord(obj["metadata"])) return undefined;
   const meta = obj["metadata"];
   const name = meta["name"];
   const annotations = meta["annotations"];
-  const cluster = isRecord(annotations) ? annotations[CLUSTER_ANNOTATION] : undefined;
-  if (typeof name !== "string" || name === "" || typeof cluster !== "string" || cluster === "") return undefined;
-  return { cluster: cluster as LogicalClusterName, name };
+  const cluster = parseLogicalClusterName(isRecord(annotations) ? annotations[CLUSTER_ANNOTATION] : undefined);
+  if (typeof name !== "string" || name === "" || cluster === undefined) return undefined;
+  return { cluster, name };
 }
 
 /** A field path naming the object's own name: with the same type on both sides, every object would block itself. */
@@ -89,6 +84,9 @@ function parseDependency(
   }
   if (errors.length > 0 || !parsed?.ok) return { problems: errors.map(formatFieldError) };
   const e = entry as { apiExportRef: { path: string; name: string }; group: string; version: string; resource: string };
+  // The schema checked the path's format already; the constructor checks it again for the type.
+  const path = parseWorkspacePath(e.apiExportRef.path);
+  if (path === undefined) return { problems: [`${field}.apiExportRef.path: Invalid value: not a workspace path`] };
   const target = { group: e.group, version: e.version, resource: e.resource };
   if (dependent && dependent.group === target.group && dependent.resource === target.resource && isOwnName(parsed.path))
     return {
@@ -100,7 +98,7 @@ function parseDependency(
   return {
     dependency: {
       index,
-      path: e.apiExportRef.path as WorkspacePath,
+      path,
       exportName: e.apiExportRef.name,
       target,
       fieldPath: parsed.path,
@@ -178,6 +176,6 @@ export function parseRule(obj: unknown): ParsedRule | undefined {
 }
 
 /** The provider workspace paths a set of rules refers to (valid dependencies only), sorted. */
-export function referencedPaths(rules: readonly ParsedRule[]): string[] {
-  return [...new Set(rules.flatMap((r) => r.dependencies.map((d) => d.path as string)))].sort();
+export function referencedPaths(rules: readonly ParsedRule[]): WorkspacePath[] {
+  return [...new Set(rules.flatMap((r) => r.dependencies.map((d) => d.path)))].sort();
 }

@@ -4,6 +4,7 @@
 // tightenings are `dependencies` minItems 1 and maxItems, and fieldRef.path is widened to allow `[*]` and `[n]`.
 import { FIELD_PATH_PATTERN } from "../fieldpath/fieldpath.ts";
 import { CONDITION_TYPES } from "./types.ts";
+import { WORKSPACE_PATH_PATTERN } from "./wire.ts";
 
 /** The subset of Kubernetes' JSONSchemaProps this API uses (structural schema). */
 export interface JSONSchemaProps {
@@ -43,8 +44,6 @@ export const VERSION_PATTERN = "^v[1-9][0-9]*([a-z]+[1-9][0-9]*)?$";
 export const KIND_PATTERN = "^[A-Z][A-Za-z0-9]*$";
 /** Plural resource names, lower case without hyphens or dots, as in the original. */
 export const RESOURCE_PATTERN = "^[a-z][a-z0-9]*$";
-/** root, root:org-1:team-2 — not "root:", "::", upper case or "_". */
-export const WORKSPACE_PATH_PATTERN = "^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$";
 
 function str(description: string, pattern: string, maxLength: number, minLength = 1): JSONSchemaProps {
   return { type: "string", description, minLength, maxLength, pattern };

@@ -23,7 +23,10 @@ export const SKIP_PROTECTION_ANNOTATION = "dependencies.opendefense.cloud/skip-p
 /** kcp puts the logical cluster name of an object's workspace here, on every object it serves. */
 export const CLUSTER_ANNOTATION = "kcp.io/cluster";
 
-/** Branded strings: a logical cluster name (`2x7k9…`) and a workspace path (`root:org:team`) are never interchangeable. */
+/**
+ * Branded strings: a logical cluster name (`2x7k9…`) and a workspace path (`root:org:team`) are never interchangeable.
+ * Only the checked constructors in wire.ts make them, so a value of either type has the right format.
+ */
 export type LogicalClusterName = string & { readonly __brand: "LogicalClusterName" };
 export type WorkspacePath = string & { readonly __brand: "WorkspacePath" };
 

@@ -9,6 +9,7 @@ import {
   VWC_NAME,
   WEBHOOK_NAME,
 } from "../api/types.ts";
+import { validateRouteOf } from "../api/wire.ts";
 import type { GroupVersionResource, ParsedRule } from "../api/rule.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { compareStrings as cmp } from "../util/json.ts";
@@ -64,7 +65,7 @@ export interface DesiredState {
 }
 
 export function webhookUrl(base: string, cluster: LogicalClusterName): string {
-  return `${base.replace(/\/+$/, "")}/validate/${cluster}`;
+  return `${base.replace(/\/+$/, "")}${validateRouteOf(cluster)}`;
 }
 
 /**

@@ -5,7 +5,8 @@
 import type { Logger } from "pino";
 import type { IndexReport } from "../api/index-report.ts";
 import { parseRule, referencedPaths, type ParsedRule } from "../api/rule.ts";
-import { CLUSTER_ANNOTATION, GROUP, PLURAL, VERSION, type LogicalClusterName } from "../api/types.ts";
+import { CLUSTER_ANNOTATION, type LogicalClusterName, type WorkspacePath } from "../api/types.ts";
+import { DEPENDENCY_RULES_PATH, parseLogicalClusterName } from "../api/wire.ts";
 import { fetchExportFacts } from "../kcp/exports.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import type { PassResult } from "../util/workloop.ts";
@@ -18,8 +19,6 @@ import { ruleWebhookConfiguration, syncRuleWebhook, type WorkspaceRequests } fro
 import type { InstallResult } from "./status.ts";
 import { Writer, type ClusterClient } from "./writer.ts";
 
-export const RULES_PATH = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
-
 export interface Listed<T> {
   endpoint: string;
   object: T;
@@ -28,7 +27,7 @@ export interface Listed<T> {
 export interface ReconcilerDeps {
   rules: { listWithEndpoints(): Listed<RuleObject>[]; hasSynced(): boolean; endpoints(): string[] };
   configurations: { listWithEndpoints(): Listed<ValidatingWebhookConfiguration>[]; hasSynced(): boolean };
-  resolver: { resolve(path: string): Promise<Resolution>; invalidateCluster(cluster: string): void };
+  resolver: { resolve(path: WorkspacePath): Promise<Resolution>; invalidateCluster(cluster: string): void };
   /** A client for one logical cluster through one virtual workspace endpoint. */
   clientFor: (endpoint: string, cluster: LogicalClusterName) => ClusterClient;
   webhookBaseUrl: string;
@@ -47,7 +46,7 @@ export interface ReconcilerDeps {
 }
 
 const clusterOf = (o: { metadata: { annotations?: Record<string, string> } }): LogicalClusterName | undefined =>
-  o.metadata.annotations?.[CLUSTER_ANNOTATION] as LogicalClusterName | undefined;
+  parseLogicalClusterName(o.metadata.annotations?.[CLUSTER_ANNOTATION]);
 
 export class Reconciler {
   private readonly d: ReconcilerDeps;
@@ -107,9 +106,9 @@ export class Reconciler {
     const resolutions = await this.resolveAll(parsed);
     const references = await checkReferences(parsed, resolutions, (cluster, exportName, resources) =>
       fetchExportFacts(
-        (endpoint, c, path) => this.d.clientFor(endpoint, c as LogicalClusterName).request("GET", path),
-        this.writer.candidates(cluster as LogicalClusterName),
-        this.writer.knows(cluster as LogicalClusterName),
+        (endpoint, c, path) => this.d.clientFor(endpoint, c).request("GET", path),
+        this.writer.candidates(cluster),
+        this.writer.knows(cluster),
         { cluster, exportName, resources },
       ),
     );
@@ -159,7 +158,7 @@ export class Reconciler {
     let statusErrors = 0;
     for (const { rule, status } of planStatuses(obs, installs, now)) {
       if (!this.d.mayWrite()) return { requeueAfterMs: 1_000 };
-      if ((await this.writer.writeStatus(rule, status, RULES_PATH)).kind === "failed") statusErrors++;
+      if ((await this.writer.writeStatus(rule, status, DEPENDENCY_RULES_PATH)).kind === "failed") statusErrors++;
     }
     if (statusErrors > 0) throw new Error(`writing status of ${statusErrors} rule(s) failed`);
     const failedInstalls = [...installs.values()].filter((r) => !r.ok).length;

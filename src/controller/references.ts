@@ -9,10 +9,14 @@ import {
   type ReferencesVerdict,
 } from "../api/references.ts";
 import type { ParsedRule } from "../api/rule.ts";
-import { ruleKeyString, type GroupResource } from "../api/types.ts";
+import { ruleKeyString, type GroupResource, type LogicalClusterName } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 
-export type FetchExport = (cluster: string, exportName: string, resources: GroupResource[]) => Promise<ExportFacts>;
+export type FetchExport = (
+  cluster: LogicalClusterName,
+  exportName: string,
+  resources: GroupResource[],
+) => Promise<ExportFacts>;
 
 /** Verdicts by rule key, for rules with a valid dependent. */
 export async function checkReferences(
@@ -21,8 +25,8 @@ export async function checkReferences(
   fetch: FetchExport,
 ): Promise<Map<string, ReferencesVerdict>> {
   // First collect what to read, so each export is fetched once with every resource asked of it.
-  const wanted = new Map<string, { cluster: string; exportName: string; resources: GroupResource[] }>();
-  const want = (cluster: string, exportName: string, gr: GroupResource): string => {
+  const wanted = new Map<string, { cluster: LogicalClusterName; exportName: string; resources: GroupResource[] }>();
+  const want = (cluster: LogicalClusterName, exportName: string, gr: GroupResource): string => {
     const key = `${cluster}|${exportName}`;
     const entry = wanted.get(key) ?? { cluster, exportName, resources: [] };
     if (!entry.resources.some((r) => r.group === gr.group && r.resource === gr.resource)) entry.resources.push(gr);

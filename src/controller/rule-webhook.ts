@@ -7,13 +7,13 @@
 // on every rule, including ones written while the webhook was down, and reports on the rule's status). With Fail, a
 // webhook outage would stop every provider from fixing or updating a rule.
 import { GROUP, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, VERSION } from "../api/types.ts";
+import { VALIDATE_RULES_ROUTE, WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
 import { isApiError } from "../kcp/rest.ts";
 import { differences, isOurs } from "./actions.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
 
 export const RULE_VWC_NAME = "dependency-controller-rules";
 export const RULE_WEBHOOK_NAME = "rules.dependencies.opendefense.cloud";
-export const RULE_VWC_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 
 export function ruleWebhookConfiguration(webhookBaseUrl: string, caBundle?: string): ValidatingWebhookConfiguration {
   return {
@@ -24,7 +24,7 @@ export function ruleWebhookConfiguration(webhookBaseUrl: string, caBundle?: stri
       {
         name: RULE_WEBHOOK_NAME,
         clientConfig: {
-          url: `${webhookBaseUrl.replace(/\/+$/, "")}/validate-rules`,
+          url: `${webhookBaseUrl.replace(/\/+$/, "")}${VALIDATE_RULES_ROUTE}`,
           ...(caBundle ? { caBundle } : {}),
         },
         rules: [
@@ -61,18 +61,21 @@ export async function syncRuleWebhook(
   try {
     let have: ValidatingWebhookConfiguration | undefined;
     try {
-      have = await client.request<ValidatingWebhookConfiguration>("GET", `${RULE_VWC_PATH}/${RULE_VWC_NAME}`);
+      have = await client.request<ValidatingWebhookConfiguration>(
+        "GET",
+        `${WEBHOOK_CONFIGURATIONS_PATH}/${RULE_VWC_NAME}`,
+      );
     } catch (err) {
       if (!isApiError(err, 404)) throw err;
     }
     if (!have) {
-      await client.request("POST", RULE_VWC_PATH, { body: want });
+      await client.request("POST", WEBHOOK_CONFIGURATIONS_PATH, { body: want });
       return "created";
     }
     if (!isOurs(have)) return "foreign";
     if (differences(have, want).length === 0) return "unchanged";
     const meta = have.metadata;
-    await client.request("PUT", `${RULE_VWC_PATH}/${RULE_VWC_NAME}`, {
+    await client.request("PUT", `${WEBHOOK_CONFIGURATIONS_PATH}/${RULE_VWC_NAME}`, {
       body: { ...want, metadata: { ...meta, labels: { ...meta.labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } } },
     });
     return "updated";

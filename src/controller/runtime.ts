@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { Registry } from "prom-client";
 import type { Logger } from "pino";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type LogicalClusterName } from "../api/types.ts";
+import { DEPENDENCY_RULES_PATH, WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
 import { Informer } from "../kcp/informer.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
 import { isApiError } from "../kcp/rest.ts";
@@ -22,8 +23,7 @@ import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import { LeaderElector, restLeaseStore } from "./leader.ts";
 import { createMetrics } from "./metrics.ts";
 import type { RuleObject } from "./plan.ts";
-import { Reconciler, type ReconcilerDeps, RULES_PATH } from "./reconciler.ts";
-import { VWC_PATH } from "./writer.ts";
+import { Reconciler, type ReconcilerDeps } from "./reconciler.ts";
 
 export interface ControllerConfig {
   kubeconfig?: string;
@@ -203,7 +203,7 @@ function sources(
 ) {
   const configurations = new Informer<ValidatingWebhookConfiguration>({
     client: conn.workspaceClient,
-    path: `/clusters/*${VWC_PATH}`,
+    path: `/clusters/*${WEBHOOK_CONFIGURATIONS_PATH}`,
     query: { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` },
     logger: logger.child({ informer: "validatingwebhookconfigurations" }),
     onChange: enqueue,
@@ -211,7 +211,7 @@ function sources(
   const rules = new ExportWatch<RuleObject>({
     exportWorkspace: conn.workspaceClient,
     exportName: config.apiExportName,
-    resourcePath: RULES_PATH,
+    resourcePath: DEPENDENCY_RULES_PATH,
     logger,
     onChange: enqueue,
     onEndpoints: (urls) => configurations.setEndpoints(urls),

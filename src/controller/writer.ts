@@ -4,14 +4,13 @@
 // when a write there fails). Every write answers with an outcome; nothing here decides what to write.
 import type { Logger } from "pino";
 import { MANAGED_BY_LABEL, VWC_NAME, type LogicalClusterName } from "../api/types.ts";
+import { WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
 import { isApiError, type RequestOptions } from "../kcp/rest.ts";
 import { isOurs, type Action } from "./actions.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import type { ObservedRule } from "./plan.ts";
 import type { RuleStatus } from "./status.ts";
-
-export const VWC_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 
 /** What the writer needs of a REST client aimed at `<vw endpoint>/clusters/<cluster>`. */
 export interface ClusterClient {
@@ -112,7 +111,7 @@ export class Writer {
   private async onConflict(action: Action, client: ClusterClient, log: Record<string, unknown>): Promise<WriteOutcome> {
     if (action.kind !== "create") return CONFLICT;
     const found = await client
-      .request<ValidatingWebhookConfiguration>("GET", `${VWC_PATH}/${action.object.metadata.name}`)
+      .request<ValidatingWebhookConfiguration>("GET", `${WEBHOOK_CONFIGURATIONS_PATH}/${action.object.metadata.name}`)
       .catch(() => undefined);
     if (!found || isOurs(found)) return CONFLICT;
     this.d.metrics.errors.inc({ reason: "write_webhook_configuration" });
@@ -146,11 +145,13 @@ export class Writer {
 }
 
 async function send(client: ClusterClient, action: Action): Promise<void> {
-  if (action.kind === "create") await client.request("POST", VWC_PATH, { body: action.object });
+  if (action.kind === "create") await client.request("POST", WEBHOOK_CONFIGURATIONS_PATH, { body: action.object });
   else if (action.kind === "update")
-    await client.request("PUT", `${VWC_PATH}/${action.object.metadata.name}`, { body: action.object });
+    await client.request("PUT", `${WEBHOOK_CONFIGURATIONS_PATH}/${action.object.metadata.name}`, {
+      body: action.object,
+    });
   else
-    await client.request("DELETE", `${VWC_PATH}/${action.name}`, {
+    await client.request("DELETE", `${WEBHOOK_CONFIGURATIONS_PATH}/${action.name}`, {
       body: { apiVersion: "v1", kind: "DeleteOptions", ...(action.uid ? { preconditions: { uid: action.uid } } : {}) },
     });
 }

@@ -3,16 +3,17 @@
 // provider that accepts those claims in its APIBinding consents to being checked. Verified on kcp v0.30.0: with the
 // claims accepted a GET answers 200, or 404 for an export that is not there; without them it answers 403.
 import type { ExportFacts, ExportedResource, SchemaSummary } from "../api/references.ts";
+import type { LogicalClusterName } from "../api/types.ts";
 import { isApiError } from "./rest.ts";
 
 export const APIEXPORTS_PATH = "/apis/apis.kcp.io/v1alpha2/apiexports";
 export const APIRESOURCESCHEMAS_PATH = "/apis/apis.kcp.io/v1alpha1/apiresourceschemas";
 
 /** What the fetch needs: a GET through one virtual workspace endpoint, aimed at one logical cluster. */
-export type ClusterGet = (endpoint: string, cluster: string, path: string) => Promise<unknown>;
+export type ClusterGet = (endpoint: string, cluster: LogicalClusterName, path: string) => Promise<unknown>;
 
 export interface ExportTarget {
-  cluster: string;
+  cluster: LogicalClusterName;
   exportName: string;
   /** The group/resources whose schemas are needed (only those are fetched). */
   resources: readonly { group: string; resource: string }[];
@@ -32,7 +33,7 @@ interface APIResourceSchemaObject {
 
 type Answer = { status: "ok"; body: unknown } | { status: 403 | 404 } | { status: "error"; message: string };
 
-async function tryEndpoints(get: ClusterGet, endpoints: readonly string[], cluster: string, path: string) {
+async function tryEndpoints(get: ClusterGet, endpoints: readonly string[], cluster: LogicalClusterName, path: string) {
   const answers: Answer[] = [];
   for (const endpoint of endpoints) {
     try {

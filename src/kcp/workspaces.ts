@@ -6,9 +6,11 @@
 // deleted") means the path names no workspace and protects nothing; a transient one (no permission, kcp unreachable)
 // says nothing about the workspace, so the last good answer is kept and returned, marked `stale`.
 import type { LogicalClusterName, WorkspacePath } from "../api/types.ts";
+import { logicalClusterName, parseLogicalClusterName, workspacePath } from "../api/wire.ts";
 import { isApiError, type RestClient } from "./rest.ts";
 
-export const WORKSPACE_PATH_PATTERN = /^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$/;
+/** The root workspace has no Workspace object; its logical cluster is named like its path. */
+const ROOT = logicalClusterName("root");
 
 /**
  * `transient` marks failures that say nothing about the workspace itself (no permission, network, server error):
@@ -46,13 +48,11 @@ export class WorkspaceResolver {
     this.now = opts.now ?? Date.now;
   }
 
-  async resolve(path: WorkspacePath | string): Promise<Resolution> {
-    if (!WORKSPACE_PATH_PATTERN.test(path)) return { ok: false, reason: `"${path}" is not a workspace path` };
+  async resolve(path: WorkspacePath): Promise<Resolution> {
     const segments = path.split(":");
     if (segments.length === 1) {
-      // The root workspace has no Workspace object; its logical cluster is named like its path.
       return segments[0] === "root"
-        ? { ok: true, cluster: "root" as LogicalClusterName }
+        ? { ok: true, cluster: ROOT }
         : { ok: false, reason: `workspace path ${path} does not start at root` };
     }
     const hit = this.cache.get(path);
@@ -73,8 +73,9 @@ export class WorkspaceResolver {
     return last ? { ok: true, cluster: last, stale: result.reason } : result;
   }
 
-  private async read(path: string, segments: string[]): Promise<Resolution> {
-    const parent = segments.slice(0, -1).join(":");
+  private async read(path: WorkspacePath, segments: string[]): Promise<Resolution> {
+    // A prefix of a workspace path is one too.
+    const parent = workspacePath(segments.slice(0, -1).join(":"));
     const name = segments[segments.length - 1] ?? "";
     let ws: Workspace;
     try {
@@ -100,7 +101,9 @@ export class WorkspaceResolver {
         ok: false,
         reason: `workspace ${path} has no logical cluster yet (phase ${ws.status?.phase ?? "unknown"})`,
       };
-    return { ok: true, cluster: cluster as LogicalClusterName };
+    const logical = parseLogicalClusterName(cluster);
+    if (!logical) return { ok: false, reason: `workspace ${path} names ${JSON.stringify(cluster)} as its cluster` };
+    return { ok: true, cluster: logical };
   }
 
   /** Forgets a path and everything below it, e.g. after a write to its logical cluster failed. */

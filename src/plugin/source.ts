@@ -3,10 +3,9 @@
 import http from "node:http";
 import https from "node:https";
 import { parseRule } from "../api/rule.ts";
-import { GROUP, PLURAL, VERSION } from "../api/types.ts";
+import { DEPENDENCY_RULES_PATH, WORKSPACE_PATH_RE } from "../api/wire.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
 import { isApiError, type Credentials, type RestClient } from "../kcp/rest.ts";
-import { WORKSPACE_PATH_PATTERN } from "../kcp/workspaces.ts";
 import type { Connection } from "./args.ts";
 import { apiPrefix, resourcesOf, splitQuery, type ApiResource } from "./discovery.ts";
 import type { RuleInWorkspace } from "./graph.ts";
@@ -39,7 +38,7 @@ export function openSession(conn: Connection): Session {
     throw new PluginError(
       "the kubeconfig's server names no kcp workspace (…/clusters/<path>): pass --workspace <path>, e.g. root:consumer1",
     );
-  if (!WORKSPACE_PATH_PATTERN.test(workspace) && !/^[a-z0-9]+$/.test(workspace))
+  if (!WORKSPACE_PATH_RE.test(workspace) && !/^[a-z0-9]+$/.test(workspace))
     throw new PluginError(`--workspace ${workspace}: not a workspace path like root:org:team`);
   const namespace = kcp.namespace ?? "default";
   return {
@@ -194,9 +193,9 @@ export async function readRules(s: Session, named: readonly string[]): Promise<R
   const skipped: string[] = [];
   const paths = named.length > 0 ? [...named] : await walkWorkspaces(s.base, "root", skipped);
   const scan: RuleScan = { rules: [], objects: [], searched: paths, skipped };
-  const RULES = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
+  const RULES = DEPENDENCY_RULES_PATH;
   for (const workspace of paths) {
-    if (!WORKSPACE_PATH_PATTERN.test(workspace))
+    if (!WORKSPACE_PATH_RE.test(workspace))
       throw new PluginError(`--rule-workspace ${workspace}: not a workspace path like root:org:team`);
     try {
       const list = await s.base.forCluster(workspace).listAll<Record<string, unknown>>(RULES);

@@ -3,6 +3,7 @@
 import { Registry, collectDefaultMetrics } from "prom-client";
 import type { Logger } from "pino";
 import type { DependencyRule } from "../api/types.ts";
+import { DEPENDENCY_RULES_PATH } from "../api/wire.ts";
 import { INDEX_REPORT_PATH } from "../api/index-report.ts";
 import { fetchExportFacts } from "../kcp/exports.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
@@ -22,7 +23,7 @@ import { LiveDependentFinder } from "./deletion/live.ts";
 import type { RuleRegistry } from "./rules/registry.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
 import { createRuleAdmissionHandler } from "./rules/rule-admission.ts";
-import { RULES_PATH, RuleSource } from "./rules/source.ts";
+import { RuleSource } from "./rules/source.ts";
 import { startWebhookServer } from "./http/server.ts";
 
 export interface WebhookConfig {
@@ -228,7 +229,7 @@ function ruleSource(
   const rules = new ExportWatch<DependencyRule>({
     exportWorkspace: conn.workspaceClient,
     exportName,
-    resourcePath: RULES_PATH,
+    resourcePath: DEPENDENCY_RULES_PATH,
     logger: logger.child({ part: "rules" }),
     onChange: () => onRulesChanged(),
   });

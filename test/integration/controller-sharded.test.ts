@@ -13,8 +13,7 @@ import { rule } from "./controller-fixtures.ts";
 import { depCtrlBinding, EXPORT_NAME, IDENTITIES, PATHS, setupTopology, TOKENS } from "../../tools/kcp/topology.ts";
 import { run } from "../../src/cmd/controller.ts";
 import type { ValidatingWebhookConfiguration } from "../../src/controller/desired.ts";
-import { RULES_PATH } from "../../src/controller/reconciler.ts";
-import { VWC_PATH } from "../../src/controller/writer.ts";
+import { DEPENDENCY_RULES_PATH as RULES_PATH, WEBHOOK_CONFIGURATIONS_PATH as VWC_PATH } from "../../src/api/wire.ts";
 import { endpointUrls, ENDPOINT_SLICES_PATH, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 

@@ -16,8 +16,7 @@ import { depCtrlBinding, IDENTITIES, PATHS, setupTopology, TOKENS, type Topology
 import { run } from "../../src/cmd/controller.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../src/api/types.ts";
 import type { ValidatingWebhookConfiguration } from "../../src/controller/desired.ts";
-import { RULES_PATH } from "../../src/controller/reconciler.ts";
-import { VWC_PATH } from "../../src/controller/writer.ts";
+import { DEPENDENCY_RULES_PATH as RULES_PATH, WEBHOOK_CONFIGURATIONS_PATH as VWC_PATH } from "../../src/api/wire.ts";
 import { isApiError, type RestClient } from "../../src/kcp/rest.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 

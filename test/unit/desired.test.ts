@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type LogicalClusterName } from "../../src/api/types.ts";
+import { logicalClusterName } from "../../src/api/wire.ts";
 import { keptWorkspaces, planActions, type ExistingConfiguration } from "../../src/controller/actions.ts";
 import {
   buildConfiguration,
@@ -13,8 +14,8 @@ import { parseRule, type ParsedRule } from "../../src/api/rule.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { ruleObject } from "./helpers-rules.ts";
 
-const NET = "netcluster" as LogicalClusterName;
-const STORAGE = "storagecluster" as LogicalClusterName;
+const NET = logicalClusterName("netcluster");
+const STORAGE = logicalClusterName("storagecluster");
 const BASE = "https://webhook.example:9443";
 
 function rule(...args: Parameters<typeof ruleObject>): ParsedRule {
@@ -279,7 +280,7 @@ describe("planActions", () => {
   });
 
   it("plans the same writes whatever order existing configurations come in", () => {
-    const list = [existing(STORAGE, vpcsOnly), existing("zz" as LogicalClusterName, vpcsOnly), existing(NET, vpcsOnly)];
+    const list = [existing(STORAGE, vpcsOnly), existing(logicalClusterName("zz"), vpcsOnly), existing(NET, vpcsOnly)];
     const a = planActions(want, list, { keep: new Set() });
     const b = planActions(want, [...list].reverse(), { keep: new Set() });
     assert.deepEqual(a, b);

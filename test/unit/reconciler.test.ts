@@ -9,11 +9,12 @@ import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
 } from "../../src/api/types.ts";
+import { DEPENDENCY_RULES_PATH, logicalClusterName, WEBHOOK_CONFIGURATIONS_PATH } from "../../src/api/wire.ts";
 import { type ValidatingWebhookConfiguration, WORKSPACE_PATHS_ANNOTATION } from "../../src/controller/desired.ts";
 import { createMetrics } from "../../src/controller/metrics.ts";
 import type { RuleObject } from "../../src/controller/plan.ts";
-import { Reconciler, type ReconcilerDeps, RULES_PATH } from "../../src/controller/reconciler.ts";
-import { type ClusterClient, VWC_PATH } from "../../src/controller/writer.ts";
+import { Reconciler, type ReconcilerDeps } from "../../src/controller/reconciler.ts";
+import type { ClusterClient } from "../../src/controller/writer.ts";
 import { APIEXPORTS_PATH, APIRESOURCESCHEMAS_PATH } from "../../src/kcp/exports.ts";
 import { ApiError, type RequestOptions } from "../../src/kcp/rest.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
@@ -22,8 +23,8 @@ import { type DepSpec, ruleObject } from "./helpers-rules.ts";
 
 const A = "https://shard-a/services/apiexport/dep/dependencies.opendefense.cloud";
 const B = "https://shard-b/services/apiexport/dep/dependencies.opendefense.cloud";
-const NET = "netcluster" as LogicalClusterName;
-const COMPUTE = "computecluster" as LogicalClusterName;
+const NET = logicalClusterName("netcluster");
+const COMPUTE = logicalClusterName("computecluster");
 
 /** Virtual workspace endpoints serving some logical clusters each; a cluster on another shard answers 403. */
 class FakeKcp {
@@ -84,8 +85,8 @@ class FakeKcp {
       const kind = this.exports.get(group.join("."))?.get(resource) ?? fail(404, "NotFound");
       return { spec: { names: { kind }, versions: [{ name: "v1", served: true }] } };
     }
-    if (path.startsWith(RULES_PATH)) {
-      const name = path.slice(RULES_PATH.length + 1).replace(/\/status$/, "");
+    if (path.startsWith(DEPENDENCY_RULES_PATH)) {
+      const name = path.slice(DEPENDENCY_RULES_PATH.length + 1).replace(/\/status$/, "");
       const body = opts.body as RuleObject;
       const cur = this.rules.get(`${cluster}/${name}`);
       if (!cur) fail(404, "NotFound");
@@ -94,7 +95,7 @@ class FakeKcp {
       this.rules.set(`${cluster}/${name}`, next);
       return next;
     }
-    const name = path.slice(VWC_PATH.length + 1);
+    const name = path.slice(WEBHOOK_CONFIGURATIONS_PATH.length + 1);
     const key = (n: string): string => `${cluster}/${n}`;
     if (method === "POST") {
       const body = structuredClone(opts.body as ValidatingWebhookConfiguration);
@@ -236,7 +237,7 @@ describe("Reconciler", () => {
 
   it("leaves out a dependency its provider does not export, and keeps the rule's other dependencies", async () => {
     const { kcp, reconciler, resolutions } = setup();
-    resolutions.set("root:storage", { ok: true, cluster: "storage" as LogicalClusterName });
+    resolutions.set("root:storage", { ok: true, cluster: logicalClusterName("storage") });
     kcp.servedBy.set("storage", A);
     kcp.addRule(vmRule([{ resource: "vpcs" }, { resource: "volumes", path: "root:storage" }]));
     await reconciler.reconcile();
@@ -273,7 +274,7 @@ describe("Reconciler", () => {
     kcp.addRule(vmRule());
     await reconciler.reconcile();
     kcp.servedBy.set("other", A);
-    kcp.seedVwc("other" as LogicalClusterName, "dependency-controller", true);
+    kcp.seedVwc(logicalClusterName("other"), "dependency-controller", true);
     kcp.vwcs.get("other/dependency-controller")!.metadata.annotations![WORKSPACE_PATHS_ANNOTATION] = "root:other";
     resolutions.set("root:network-provider", { ok: false, transient: true, reason: "kcp unreachable" });
     await reconciler.reconcile();
@@ -283,7 +284,7 @@ describe("Reconciler", () => {
   it("does nothing until both informers have synced", async () => {
     const { kcp, reconciler, state } = setup();
     kcp.addRule(vmRule());
-    kcp.seedVwc("orphan" as LogicalClusterName, "dependency-controller", true);
+    kcp.seedVwc(logicalClusterName("orphan"), "dependency-controller", true);
     state.synced = false;
     assert.deepEqual(await reconciler.reconcile(), { requeueAfterMs: 1_000 });
     assert.deepEqual(kcp.writes, []);
@@ -301,8 +302,8 @@ describe("Reconciler", () => {
     const { kcp, reconciler } = setup();
     kcp.servedBy.set("old", A);
     kcp.servedBy.set("foreign", A);
-    kcp.seedVwc("old" as LogicalClusterName, "dependency-controller", true);
-    kcp.seedVwc("foreign" as LogicalClusterName, "dependency-controller", false);
+    kcp.seedVwc(logicalClusterName("old"), "dependency-controller", true);
+    kcp.seedVwc(logicalClusterName("foreign"), "dependency-controller", false);
     await reconciler.reconcile();
     assert.deepEqual([...kcp.vwcs.keys()], ["foreign/dependency-controller"]);
     assert.deepEqual(kcp.writes, [

@@ -1,10 +1,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts";
+import type { DependencyRule } from "../../src/api/types.ts";
+import { logicalClusterName } from "../../src/api/wire.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { buildRegistry, formatProblem, rulePaths, type RuleMatch } from "../../src/webhook/rules/registry.ts";
 
-const lc = (s: string) => s as LogicalClusterName;
+const lc = (s: string) => logicalClusterName(s);
 
 interface Dep {
   path?: string;

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ExportFacts } from "../../src/api/references.ts";
-import type { LogicalClusterName } from "../../src/api/types.ts";
+import { logicalClusterName } from "../../src/api/wire.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import type { AdmissionRequest } from "../../src/webhook/admission.ts";
 import { admitRule, type RuleCheckDeps } from "../../src/webhook/rules/rule-admission.ts";
@@ -35,7 +35,7 @@ function deps(over: { exports?: Record<string, ExportFacts>; resolutions?: Recor
     ...over.exports,
   };
   const resolutions: Record<string, Resolution> = {
-    "root:network-provider": { ok: true, cluster: "net" as LogicalClusterName },
+    "root:network-provider": { ok: true, cluster: logicalClusterName("net") },
     ...over.resolutions,
   };
   const d: RuleCheckDeps = {

@@ -1,4 +1,4 @@
-// Readiness with a broken shard (issue 13): after the first full sync, an endpoint whose DependencyRule list/watch
+// Readiness with a broken shard: after the first full sync, an endpoint whose DependencyRule list/watch
 // fails keeps the replica ready; only the reviews whose rules may come from that endpoint are refused with 503.
 // The pure part (inDoubt, withVisibility) is table-tested; RuleSource runs on a fake watch and a fake clock.
 import assert from "node:assert/strict";
@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts";
+import { logicalClusterName } from "../../src/api/wire.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import type { AdmissionRequest } from "../../src/webhook/admission.ts";
@@ -23,8 +24,8 @@ import { FakeClock } from "../support/fake-clock.ts";
 
 const ROOT = "https://root.example/services/apiexport/dep/dependencies.opendefense.cloud";
 const SHARD1 = "https://shard-1.example/services/apiexport/dep/dependencies.opendefense.cloud";
-const NET1 = "net1" as LogicalClusterName;
-const OTHER = "other" as LogicalClusterName;
+const NET1 = logicalClusterName("net1");
+const OTHER = logicalClusterName("other");
 const VPCS = { group: "net.io", resource: "vpcs" };
 const SUBNETS = { group: "net.io", resource: "subnets" };
 

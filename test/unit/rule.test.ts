@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { parseRule } from "../../src/api/rule.ts";
 import { DEPENDENCY_RULE_SCHEMA } from "../../src/api/schema.ts";
-import type { LogicalClusterName } from "../../src/api/types.ts";
+import { logicalClusterName } from "../../src/api/wire.ts";
 import { validate } from "../../src/api/validate.ts";
 import { desiredConfigurations } from "../../src/controller/desired.ts";
 import { parseFieldPath } from "../../src/fieldpath/fieldpath.ts";
@@ -217,8 +217,8 @@ describe("one rule model for both binaries (property)", () => {
 
   it("the webhook registers exactly the dependencies the controller installs", () => {
     const resolutions = new Map([
-      ["root:network", { ok: true as const, cluster: "net" as LogicalClusterName }],
-      ["root:a:b", { ok: true as const, cluster: "ab" as LogicalClusterName }],
+      ["root:network", { ok: true as const, cluster: logicalClusterName("net") }],
+      ["root:a:b", { ok: true as const, cluster: logicalClusterName("ab") }],
     ]);
     fc.assert(
       fc.property(ruleObj, (raw) => {
@@ -235,7 +235,7 @@ describe("one rule model for both binaries (property)", () => {
         const fromWebhook = ["net", "ab"].flatMap((cluster) =>
           ["network.test.io", "compute.test.io"].flatMap((group) =>
             ["vpcs", "virtualmachines"].flatMap((resource) =>
-              registry.find(cluster as LogicalClusterName, { group, resource }).entries.length > 0
+              registry.find(logicalClusterName(cluster), { group, resource }).entries.length > 0
                 ? [`${cluster}|${group}/${resource}`]
                 : [],
             ),

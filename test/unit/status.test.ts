@@ -2,13 +2,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Condition, LogicalClusterName } from "../../src/api/types.ts";
+import { logicalClusterName } from "../../src/api/wire.ts";
 import { parseRule, type ParsedRule } from "../../src/api/rule.ts";
 import { computeStatus, type InstallResult, type RuleFacts, statusChanged } from "../../src/controller/status.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { ruleObject } from "./helpers-rules.ts";
 
-const NET = "netcluster" as LogicalClusterName;
-const STORAGE = "storagecluster" as LogicalClusterName;
+const NET = logicalClusterName("netcluster");
+const STORAGE = logicalClusterName("storagecluster");
 const T0 = "2026-01-01T00:00:00Z";
 const T1 = "2026-01-01T00:05:00Z";
 

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { DependencyRule, LogicalClusterName } from "../../src/api/types.ts";
+import type { DependencyRule } from "../../src/api/types.ts";
+import { logicalClusterName } from "../../src/api/wire.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { RuleSource, type RuleWatch } from "../../src/webhook/rules/source.ts";
@@ -61,7 +62,7 @@ function setup(resolve: (path: string) => Promise<Resolution>) {
   return { watch, source, clock, settled };
 }
 
-const net1: Resolution = { ok: true, cluster: "net1" as LogicalClusterName };
+const net1: Resolution = { ok: true, cluster: logicalClusterName("net1") };
 
 describe("RuleSource", () => {
   it("is not ready until the watch synced and a registry was built from the full list", async () => {
@@ -80,7 +81,7 @@ describe("RuleSource", () => {
     assert.deepEqual(
       source
         .current()
-        ?.find("net1" as LogicalClusterName, VPCS)
+        ?.find(logicalClusterName("net1"), VPCS)
         .entries.map((e) => e.rule),
       ["c1/r1"],
     );
@@ -111,7 +112,7 @@ describe("RuleSource", () => {
     watch.rules = [rule("c2", "on-new-shard")];
     watch.onChange();
     await settled();
-    assert.equal(source.current()?.find("net1" as LogicalClusterName, VPCS).entries.length, 1);
+    assert.equal(source.current()?.find(logicalClusterName("net1"), VPCS).entries.length, 1);
     source.stop();
   });
 
@@ -147,7 +148,7 @@ describe("RuleSource", () => {
     assert.deepEqual(
       source
         .current()
-        ?.find("net1" as LogicalClusterName, VPCS)
+        ?.find(logicalClusterName("net1"), VPCS)
         .entries.map((e) => e.rule),
       ["c1/b"],
     );
@@ -165,7 +166,7 @@ describe("RuleSource", () => {
     watch.rules = [rule("c1", "r1")];
     watch.onChange();
     await settled();
-    assert.deepEqual(source.current()?.find("net1" as LogicalClusterName, VPCS).pending, [
+    assert.deepEqual(source.current()?.find(logicalClusterName("net1"), VPCS).pending, [
       { rule: "c1/r1", path: "root:network", reason: "cannot reach kcp for root:network" },
     ]);
     await clock.advance(19);
@@ -174,7 +175,7 @@ describe("RuleSource", () => {
     assert.equal(attempts, 2);
     await clock.advance(20);
     assert.equal(attempts, 3);
-    const match = source.current()?.find("net1" as LogicalClusterName, VPCS);
+    const match = source.current()?.find(logicalClusterName("net1"), VPCS);
     assert.deepEqual(match?.pending, []);
     assert.equal(match?.entries.length, 1);
     source.stop();

@@ -1,6 +1,7 @@
 // The object a DELETE review names, read and checked: which workspace (the kcp.io/cluster annotation), which
 // namespace and name. Everything in a review is the caller's text until checked here.
 import { CLUSTER_ANNOTATION, SKIP_PROTECTION_ANNOTATION, type LogicalClusterName } from "../../api/types.ts";
+import { isLogicalClusterName } from "../../api/wire.ts";
 import { asRecord, nonEmptyString } from "../../util/json.ts";
 import { allow, badRequest, type AdmissionRequest, type Decision } from "../admission.ts";
 
@@ -12,9 +13,6 @@ export interface Target {
   /** Set for a namespaced object: only dependents in this namespace can reference it. */
   namespace?: string;
 }
-
-/** Logical cluster names are lowercase alphanumerics (and `system:` names); they go into a URL path. */
-const LOGICAL_CLUSTER_RE = /^[a-z0-9]([a-z0-9:-]*[a-z0-9])?$/;
 
 /** The object a DELETE names, read from the review; a Decision when the review cannot be trusted or skips. */
 export function targetOf(request: AdmissionRequest): Target | Decision {
@@ -30,7 +28,7 @@ export function targetOf(request: AdmissionRequest): Target | Decision {
   if (consumer === undefined || consumer === "") {
     return badRequest(`oldObject has no ${CLUSTER_ANNOTATION} annotation: cannot tell which workspace it is in`);
   }
-  if (typeof consumer !== "string" || !LOGICAL_CLUSTER_RE.test(consumer)) {
+  if (!isLogicalClusterName(consumer)) {
     return badRequest(`oldObject has an invalid ${CLUSTER_ANNOTATION} annotation ${JSON.stringify(consumer)}`);
   }
   // DELETECOLLECTION sends an empty request.name per item: the object's own name is the truth.
@@ -43,7 +41,7 @@ export function targetOf(request: AdmissionRequest): Target | Decision {
   }
   const namespace = objectNs ?? requestNs;
   return {
-    consumer: consumer as LogicalClusterName,
+    consumer,
     resource: request.resource.resource,
     name,
     ...(namespace ? { namespace } : {}),

@@ -11,7 +11,8 @@ import { BodyError, readBody, type Capacity, type Refusal } from "./limits.ts";
 import type { WebhookMetrics } from "../metrics.ts";
 import type { Replies } from "./replies.ts";
 import { parseReview, reviewReply } from "./review.ts";
-import { LEGACY_ROUTE_DISABLED, route, RULES_PATH, type Route } from "./routes.ts";
+import { VALIDATE_RULES_ROUTE } from "../../api/wire.ts";
+import { LEGACY_ROUTE_DISABLED, route, type Route } from "./routes.ts";
 
 export interface RequestDeps {
   handler: AdmissionHandler;
@@ -57,7 +58,7 @@ export function requestServer(
       return replies.refuse(req, res, r.code, r.message);
     }
     if (r.rules && !deps.ruleHandler)
-      return replies.refuse(req, res, 404, `no handler for ${RULES_PATH}: rule checks are off`);
+      return replies.refuse(req, res, 404, `no handler for ${VALIDATE_RULES_ROUTE}: rule checks are off`);
     if (req.method !== "POST")
       return replies.refuse(req, res, 405, `method ${req.method} not allowed: POST an AdmissionReview`);
     const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();

@@ -15,7 +15,7 @@ import { type FieldPath } from "../../fieldpath/fieldpath.ts";
 import { parseRule, referencedPaths, type GroupVersionResource, type ParsedRule } from "../../api/rule.ts";
 import { dependentTypeKey } from "../../api/index-report.ts";
 import type { Enforcement } from "../../api/schema.ts";
-import { ruleKeyString, type GroupResource, type LogicalClusterName } from "../../api/types.ts";
+import { ruleKeyString, type GroupResource, type LogicalClusterName, type WorkspacePath } from "../../api/types.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
 import { asRecord, compareStrings } from "../../util/json.ts";
 
@@ -126,7 +126,7 @@ export function dependentRejected(obj: unknown): boolean {
 }
 
 /** The provider paths the rules refer to, for the caller to resolve before buildRegistry. */
-export function rulePaths(objects: readonly unknown[]): string[] {
+export function rulePaths(objects: readonly unknown[]): WorkspacePath[] {
   return referencedPaths(objects.flatMap((o) => parseRule(o) ?? []));
 }
 

@@ -6,16 +6,23 @@
 // reports on the rule's status.
 import { checkDependency, checkDependent, type ExportFacts, type ReferenceCheck } from "../../api/references.ts";
 import { parseRule } from "../../api/rule.ts";
-import { CLUSTER_ANNOTATION, type GroupResource } from "../../api/types.ts";
+import {
+  CLUSTER_ANNOTATION,
+  type GroupResource,
+  type LogicalClusterName,
+  type WorkspacePath,
+} from "../../api/types.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
+import { parseLogicalClusterName } from "../../api/wire.ts";
 import { asRecord } from "../../util/json.ts";
+import { logSafe } from "../../observability/clip.ts";
 import type { Logger } from "pino";
 import { allow, deny, outcomeOf, type AdmissionRequest, type Decision } from "../admission.ts";
 import type { WebhookMetrics } from "../metrics.ts";
 
 export interface RuleCheckDeps {
-  fetchExport(cluster: string, exportName: string, resources: GroupResource[]): Promise<ExportFacts>;
-  resolve(path: string): Promise<Resolution>;
+  fetchExport(cluster: LogicalClusterName, exportName: string, resources: GroupResource[]): Promise<ExportFacts>;
+  resolve(path: WorkspacePath): Promise<Resolution>;
 }
 
 /** Only so many refusal reasons are listed; the rest are on the rule's status once applied. */
@@ -38,15 +45,15 @@ export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps):
   if (request.operation !== "CREATE" && request.operation !== "UPDATE") return allow("not-delete");
   const meta = asRecord(asRecord(request.object)?.["metadata"]);
   const name = typeof meta?.["name"] === "string" ? meta["name"] : (request.name ?? "");
-  const cluster = asRecord(meta?.["annotations"])?.[CLUSTER_ANNOTATION];
+  const cluster = parseLogicalClusterName(asRecord(meta?.["annotations"])?.[CLUSTER_ANNOTATION]);
   // kcp sets kcp.io/cluster on the object it sends (verified on v0.30.0); without it the workspace is unknown.
   const keyed = {
     ...asRecord(request.object),
-    metadata: { ...meta, name: name || "unnamed", annotations: { [CLUSTER_ANNOTATION]: cluster || "unknown" } },
+    metadata: { ...meta, name: name || "unnamed", annotations: { [CLUSTER_ANNOTATION]: cluster ?? "unknown" } },
   };
   const rule = parseRule(keyed)!;
   if (rule.problems.length > 0) return refuse(name, rule.problems);
-  if (typeof cluster !== "string" || cluster === "" || !rule.dependent)
+  if (cluster === undefined || !rule.dependent)
     return allow("rule-unverified", ["the rule's workspace is unknown: not checked"]);
 
   const refusals: string[] = [];
@@ -83,7 +90,7 @@ export function createRuleAdmissionHandler(opts: {
     try {
       decision = await admitRule(request, opts.deps);
     } catch (err) {
-      opts.logger.error({ uid: request.uid, err: String(err) }, "rule check failed");
+      opts.logger.error(logSafe({ uid: request.uid, err: String(err) }), "rule check failed");
       decision = {
         allowed: true,
         reason: "rule-unverified",
@@ -93,13 +100,13 @@ export function createRuleAdmissionHandler(opts: {
     opts.metrics.decisions.inc({ outcome: outcomeOf(decision), reason: decision.reason });
     if (decision.reason !== "rule-valid") {
       opts.logger.info(
-        {
+        logSafe({
           uid: request.uid,
           name: request.name,
           operation: request.operation,
           reason: decision.reason,
           ...(decision.allowed ? { warnings: decision.warnings } : { message: decision.message }),
-        },
+        }),
         decision.allowed ? "rule accepted with warnings" : "rule refused",
       );
     }

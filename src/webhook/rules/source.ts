@@ -9,7 +9,7 @@
 // with 503 (rule-visibility.ts says which). Transitions are logged and the per-endpoint gauge is kept on a timer.
 import type { Logger } from "pino";
 import { ruleKeyOf } from "../../api/rule.ts";
-import { GROUP, PLURAL, VERSION, ruleKeyString, type DependencyRule } from "../../api/types.ts";
+import { ruleKeyString, type DependencyRule, type WorkspacePath } from "../../api/types.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
 import { realClock, type Clock, type Timer } from "../../util/clock.ts";
 import { WorkLoop, type PassResult } from "../../util/workloop.ts";
@@ -17,8 +17,6 @@ import type { WebhookMetrics } from "../metrics.ts";
 import { buildRegistry, formatProblem, rulePaths, type RuleRegistry } from "./registry.ts";
 import { reportEndpoints, type RuleEndpointMetrics } from "./endpoint-metrics.ts";
 import { withVisibility, type Visibility } from "./visibility.ts";
-
-export const RULES_PATH = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
 
 /** The part of the rule watch the source needs; ExportWatch in production, a fake in tests. */
 export interface RuleWatch {
@@ -37,7 +35,7 @@ export interface RuleWatch {
 export interface RuleSourceOptions {
   /** Builds the watch; `onChange` must be called after every change. */
   watch: (onChange: () => void) => RuleWatch;
-  resolver: { resolve(path: string): Promise<Resolution> };
+  resolver: { resolve(path: WorkspacePath): Promise<Resolution> };
   logger: Logger;
   /** The per-endpoint gauge is used once createWebhookMetrics provides it (rule-endpoint-metrics.ts). */
   metrics?: WebhookMetrics & Partial<RuleEndpointMetrics>;
