@@ -6,6 +6,7 @@ import type { FaultKind, FaultRecord } from "./history.ts";
 import type { Rng } from "./rng.ts";
 import { type SoakEnv } from "./env.ts";
 import { sleep } from "./oplog.ts";
+import type { Supervised } from "./replicas.ts";
 
 const KINDS: FaultKind[] = [
   "kill-webhook-replica",
@@ -35,18 +36,59 @@ export async function injectFaults(
   }
 }
 
+type RecordFault = (target: string, startAt: number, endAt: number, webhookDown: boolean) => FaultRecord;
+
 async function inject(env: SoakEnv, rng: Rng, kind: FaultKind): Promise<FaultRecord> {
   const replica = rng.int(0, env.webhooks.length - 1);
   const one = env.webhooks[replica];
   if (!one) throw new Error("no webhook replica");
+  const record: RecordFault = (target, startAt, endAt, webhookDown) => ({ kind, target, startAt, endAt, webhookDown });
+  switch (kind) {
+    case "kill-webhook-replica":
+    case "kill-all-webhooks":
+    case "stall-webhook-replica":
+    case "stall-all-webhooks":
+      return killOrStallWebhooks(env, rng, kind, one, record);
+    case "webhook-unreachable": {
+      env.proxy.unreachable = true;
+      env.proxy.dropConnections();
+      const startAt = Date.now();
+      await sleep(rng.int(4000, 10_000));
+      const endAt = Date.now();
+      env.proxy.unreachable = false;
+      return record("the webhook address", startAt, endAt, true);
+    }
+    case "stall-shard": {
+      // Shorter than the webhook's watch watchdog (60 s + 15 s): the streams must pick up where they stalled.
+      const pid = env.kcp.shardPid(1);
+      process.kill(pid, "SIGSTOP");
+      const startAt = Date.now();
+      try {
+        await sleep(rng.int(5_000, 20_000));
+      } finally {
+        process.kill(pid, "SIGCONT");
+      }
+      return record("shard-1", startAt, Date.now(), false);
+    }
+    case "kill-controller": {
+      env.controller.kill("SIGKILL");
+      const startAt = Date.now();
+      await sleep(rng.int(500, 5000));
+      await env.controller.start();
+      return record("controller", startAt, Date.now(), false);
+    }
+  }
+}
+
+/** SIGKILL (then a restart) or SIGSTOP/SIGCONT of one replica or of all of them. */
+async function killOrStallWebhooks(
+  env: SoakEnv,
+  rng: Rng,
+  kind: "kill-webhook-replica" | "kill-all-webhooks" | "stall-webhook-replica" | "stall-all-webhooks",
+  one: Supervised,
+  record: RecordFault,
+): Promise<FaultRecord> {
   const all = env.webhooks;
-  const record = (target: string, startAt: number, endAt: number, webhookDown: boolean): FaultRecord => ({
-    kind,
-    target,
-    startAt,
-    endAt,
-    webhookDown,
-  });
   switch (kind) {
     case "kill-webhook-replica": {
       one.kill("SIGKILL");
@@ -77,34 +119,6 @@ async function inject(env: SoakEnv, rng: Rng, kind: FaultKind): Promise<FaultRec
       const endAt = Date.now();
       for (const w of all) w.kill("SIGCONT");
       return record("all webhooks", startAt, endAt, true);
-    }
-    case "webhook-unreachable": {
-      env.proxy.unreachable = true;
-      env.proxy.dropConnections();
-      const startAt = Date.now();
-      await sleep(rng.int(4000, 10_000));
-      const endAt = Date.now();
-      env.proxy.unreachable = false;
-      return record("the webhook address", startAt, endAt, true);
-    }
-    case "stall-shard": {
-      // Shorter than the webhook's watch watchdog (60 s + 15 s): the streams must pick up where they stalled.
-      const pid = env.kcp.shardPid(1);
-      process.kill(pid, "SIGSTOP");
-      const startAt = Date.now();
-      try {
-        await sleep(rng.int(5_000, 20_000));
-      } finally {
-        process.kill(pid, "SIGCONT");
-      }
-      return record("shard-1", startAt, Date.now(), false);
-    }
-    case "kill-controller": {
-      env.controller.kill("SIGKILL");
-      const startAt = Date.now();
-      await sleep(rng.int(500, 5000));
-      await env.controller.start();
-      return record("controller", startAt, Date.now(), false);
     }
   }
 }

@@ -1,7 +1,7 @@
 // Two probes the checker needs: a sentinel (a VPC referenced by a VM, dry-run deleted every two seconds: when does
 // protection return after a fault) and the consistency window (how long after a dependent's create is answered the
 // webhook's denial names it: for the live lookup, the time its LIST needs to see the new object).
-import type { WindowSample } from "./history.ts";
+import type { OpRecord, WindowSample } from "./history.ts";
 import { KINDS, collection } from "./kinds.ts";
 import { sleep, type WorkloadOptions } from "./oplog.ts";
 import { type Consumer } from "./env.ts";
@@ -93,6 +93,12 @@ export async function sentinelProbe(
   }
 }
 
+type WindowEntry = (
+  kind: "create" | "delete" | "window-probe",
+  resource: string,
+  name: string,
+) => Omit<OpRecord, "id" | "sentAt" | "answeredAt" | "status" | "message">;
+
 /** Now and then: a fresh VPC, a VM naming it, and dry-run deletes of the VPC until one is denied. */
 export async function windowProbe(
   o: WorkloadOptions,
@@ -102,7 +108,7 @@ export async function windowProbe(
 ): Promise<void> {
   let n = 0;
   const ws = `/clusters/${c.path}`;
-  const entry = (kind: "create" | "delete" | "window-probe", resource: string, name: string) => ({
+  const entry: WindowEntry = (kind, resource, name) => ({
     worker: "window",
     kind,
     cluster: c.cluster,
@@ -139,27 +145,38 @@ export async function windowProbe(
       },
     );
     if (created.status !== 201) continue;
-    const t0 = o.log.ops.at(-1)?.answeredAt ?? Date.now();
-    for (let i = 0; i < 100; i++) {
-      const a = await o.log.send(
-        o.conn,
-        entry("window-probe", KINDS.vpc.resource, vpc),
-        "DELETE",
-        `${ws}${collection(KINDS.vpc, WINDOW_NS)}/${vpc}?dryRun=All`,
-      );
-      if (a.status === 409 && a.message.includes(`VirtualMachine/${vpc}-vm`)) {
-        // The first request sent after this moment saw the VM: its send time bounds the window from above.
-        samples.push({ visibleAfterMs: Math.max(0, (o.log.ops.at(-1)?.sentAt ?? Date.now()) - t0), at: t0 });
-        break;
-      }
-      if (a.status !== 200) break; // a fault (the webhook is down): no sample
-      await sleep(50);
-    }
+    await sampleWindow(o, ws, vpc, entry, samples);
     await o.log.send(
       o.conn,
       entry("delete", KINDS.vm.resource, `${vpc}-vm`),
       "DELETE",
       `${ws}${collection(KINDS.vm, WINDOW_NS)}/${vpc}-vm`,
     );
+  }
+}
+
+/** Dry-run deletes of the VPC just after its VM was created, until one names the VM: one window sample. */
+async function sampleWindow(
+  o: WorkloadOptions,
+  ws: string,
+  vpc: string,
+  entry: WindowEntry,
+  samples: WindowSample[],
+): Promise<void> {
+  const t0 = o.log.ops.at(-1)?.answeredAt ?? Date.now();
+  for (let i = 0; i < 100; i++) {
+    const a = await o.log.send(
+      o.conn,
+      entry("window-probe", KINDS.vpc.resource, vpc),
+      "DELETE",
+      `${ws}${collection(KINDS.vpc, WINDOW_NS)}/${vpc}?dryRun=All`,
+    );
+    if (a.status === 409 && a.message.includes(`VirtualMachine/${vpc}-vm`)) {
+      // The first request sent after this moment saw the VM: its send time bounds the window from above.
+      samples.push({ visibleAfterMs: Math.max(0, (o.log.ops.at(-1)?.sentAt ?? Date.now()) - t0), at: t0 });
+      return;
+    }
+    if (a.status !== 200) return; // a fault (the webhook is down): no sample
+    await sleep(50);
   }
 }
