@@ -1,23 +1,23 @@
 // What both binaries share at their edge: flags with environment fallbacks (a flag wins over its variable), one
 // generated usage text, usage errors as one line, startup errors as one line without a stack trace, and a clean
 // shutdown on SIGTERM/SIGINT (or an AbortSignal in tests). Each binary declares its flags and a start function.
-import { parseArgs } from "node:util";
+// The command line itself is read in kit-args.ts, which the kubectl plugin uses too (subcommands, arguments).
 import type { Logger } from "pino";
 import { parseListenAddress } from "../observability/health.ts";
+import { HELP_FLAG, scanArgs, UsageError, type Flag, type GivenArgs } from "./kit-args.ts";
 
-export class UsageError extends Error {
-  override name = "UsageError";
-}
-
-export interface Flag {
-  name: string;
-  /** Environment variable read when the flag is not given. */
-  env?: string;
-  default?: string;
-  /** One line for --help; `VALUE` words in `arg` name the value. */
-  help: string;
-  arg?: string;
-}
+export {
+  HELP_FLAG,
+  readCommandLine,
+  scanArgs,
+  UsageError,
+  type ArgProblem,
+  type CommandLine,
+  type Flag,
+  type GivenArgs,
+  type Program,
+  type Subcommand,
+} from "./kit-args.ts";
 
 export type FlagValues = Record<string, string | undefined>;
 
@@ -30,34 +30,27 @@ export function usage(command: string, summary: string, flags: readonly Flag[]):
   return `Usage: ${command} [flags]\n\n${summary}\n\nFlags (environment variable in brackets):\n${rows.join("\n")}\n  -h, --help                           show this help\n`;
 }
 
-/** Parses `argv` strictly; returns "help" for -h/--help. Empty values count as not set. */
+/** Parses `argv` strictly (no arguments, known flags only); returns "help" for -h/--help. Empty values count as not set. */
 export function readFlags(
   flags: readonly Flag[],
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
 ): FlagValues | "help" {
-  let values: Record<string, string | boolean | undefined>;
+  let given: GivenArgs;
   try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        ...Object.fromEntries(flags.map((f) => [f.name, { type: "string" as const }])),
-        help: { type: "boolean", short: "h" },
-      },
-    }));
+    given = scanArgs([...flags, HELP_FLAG], argv, { positionals: false });
   } catch (err) {
-    throw new UsageError(`${(err as Error).message} (see --help)`);
+    if (err instanceof UsageError) throw new UsageError(`${err.message} (see --help)`, err.problem);
+    throw err;
   }
-  if (values["help"]) return "help";
+  if (given.switches.has("help")) return "help";
   const out: FlagValues = {};
   for (const f of flags) {
-    const given = values[f.name];
+    // A repeated flag: the last one counts.
+    const last = f.boolean ? (given.switches.has(f.name) ? "true" : undefined) : given.values.get(f.name)?.at(-1);
     const fromEnv = f.env ? env[f.env] : undefined;
-    const v =
-      typeof given === "string" && given !== "" ? given : fromEnv !== undefined && fromEnv !== "" ? fromEnv : f.default;
-    out[f.name] = v;
+    out[f.name] =
+      last !== undefined && last !== "" ? last : fromEnv !== undefined && fromEnv !== "" ? fromEnv : f.default;
   }
   return out;
 }

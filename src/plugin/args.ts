@@ -1,6 +1,6 @@
-// The plugin's command line: `kubectl dependencies <why|graph|check> ...`. Pure: argv in, a command or a message
-// that says what is wrong out. kubectl passes everything after the plugin name through unchanged.
-export { HELP } from "./help.ts";
+// The plugin's command line: `kubectl dependencies <why|graph|check> ...`, read by the command kit. Pure: argv in, a
+// command or a message that says what is wrong out. kubectl passes everything after the plugin name through unchanged.
+import { readCommandLine, UsageError, type ArgProblem, type Flag, type GivenArgs, type Program } from "../cmd/kit.ts";
 
 export type OutputFormat = "mermaid" | "dot" | "json";
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ["mermaid", "dot", "json"];
@@ -45,74 +45,61 @@ export type Command = { name: "help"; topic?: Topic } | WhyCommand | GraphComman
 
 export type ParsedArgs = { ok: true; command: Command } | { ok: false; error: string; topic?: Topic };
 
-const TOPICS: readonly string[] = ["why", "graph", "check"];
-
-/** Flags that take a value, by every spelling, mapped to one key. */
-const VALUE_FLAGS: Record<string, string> = {
-  "--kubeconfig": "kubeconfig",
-  "--context": "context",
-  "--workspace": "workspace",
-  "-n": "namespace",
-  "--namespace": "namespace",
-  "-o": "output",
-  "--output": "output",
-  "--rule-workspace": "rule-workspace",
+const RULE_WORKSPACE: Flag = {
+  name: "rule-workspace",
+  arg: "<path>",
+  help: "a workspace to read DependencyRules from (repeatable)",
 };
-const BOOL_FLAGS: Record<string, string> = { "--objects": "objects", "-h": "help", "--help": "help" };
 
-/** Which flags each subcommand accepts besides the connection flags and --help. */
-const ALLOWED: Record<Topic, readonly string[]> = {
-  why: ["namespace", "rule-workspace"],
-  graph: ["output", "objects", "rule-workspace"],
-  check: ["rule-workspace"],
+/** The flags each command takes; the help texts that list them for users are in help.ts. */
+export const PROGRAM: Program = {
+  common: [
+    { name: "kubeconfig", arg: "<file>", help: "kubeconfig to use" },
+    { name: "context", arg: "<name>", help: "kubeconfig context to use" },
+    { name: "workspace", arg: "<path>", help: "kcp workspace to act in" },
+  ],
+  commands: [
+    {
+      name: "why",
+      args: true,
+      flags: [{ name: "namespace", short: "n", arg: "<ns>", help: "namespace of the object" }, RULE_WORKSPACE],
+    },
+    {
+      name: "graph",
+      flags: [
+        { name: "output", short: "o", arg: "<format>", help: "mermaid, dot or json" },
+        { name: "objects", boolean: true, help: "the object graph of --workspace instead of the type graph" },
+        RULE_WORKSPACE,
+      ],
+    },
+    { name: "check", flags: [RULE_WORKSPACE] },
+  ],
 };
-const CONNECTION_KEYS = ["kubeconfig", "context", "workspace", "help"];
 
-interface Scanned {
-  positional: string[];
-  values: Map<string, string[]>;
-  bools: Set<string>;
-}
-
-function scan(argv: readonly string[]): Scanned | { error: string } {
-  const out: Scanned = { positional: [], values: new Map(), bools: new Set() };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--") {
-      out.positional.push(...argv.slice(i + 1));
-      break;
-    }
-    if (!arg.startsWith("-") || arg === "-") {
-      out.positional.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf("=");
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const bool = BOOL_FLAGS[flag];
-    if (bool) {
-      if (eq > 0) return { error: `${flag} takes no value` };
-      out.bools.add(bool);
-      continue;
-    }
-    const key = VALUE_FLAGS[flag];
-    if (!key) return { error: `unknown flag ${flag}` };
-    let value: string | undefined;
-    if (eq > 0) value = arg.slice(eq + 1);
-    else value = argv[++i];
-    if (value === undefined || value === "") return { error: `${flag} needs a value` };
-    out.values.set(key, [...(out.values.get(key) ?? []), value]);
+/** The kit's problems in the words kubectl users know (`unknown flag --all`, `-n needs a value`). */
+function phrase(p: ArgProblem | undefined, command: string | undefined): string | undefined {
+  switch (p?.kind) {
+    case "unknown-flag":
+      return `unknown flag ${p.flag}`;
+    case "missing-value":
+      return `${p.flag} needs a value`;
+    case "unexpected-value":
+      return `${p.flag} takes no value`;
+    case "flag-not-taken":
+      return `${command} does not take --${p.flag === "namespace" ? "namespace (-n)" : p.flag}`;
+    default:
+      return undefined;
   }
-  return out;
 }
 
 /** The last value given for a flag (kubectl's behaviour for repeated single-value flags). */
-const last = (s: Scanned, key: string): string | undefined => s.values.get(key)?.at(-1);
+const last = (g: GivenArgs, key: string): string | undefined => g.values.get(key)?.at(-1);
 
-function connectionOf(s: Scanned): Connection {
+function connectionOf(g: GivenArgs): Connection {
   const c: Connection = {};
-  const kubeconfig = last(s, "kubeconfig");
-  const context = last(s, "context");
-  const workspace = last(s, "workspace");
+  const kubeconfig = last(g, "kubeconfig");
+  const context = last(g, "context");
+  const workspace = last(g, "workspace");
   if (kubeconfig) c.kubeconfig = kubeconfig;
   if (context) c.context = context;
   if (workspace) c.workspace = workspace;
@@ -133,38 +120,28 @@ function parseTarget(positional: readonly string[]): { resource: string; name: s
 }
 
 export function parseArgs(argv: readonly string[]): ParsedArgs {
-  const scanned = scan(argv);
-  const first = argv.find((a) => !a.startsWith("-"));
-  const topic = first !== undefined && TOPICS.includes(first) ? (first as Topic) : undefined;
-  if ("error" in scanned)
-    return topic ? { ok: false, error: scanned.error, topic } : { ok: false, error: scanned.error };
-  const [sub, ...positional] = scanned.positional;
-  if (sub === undefined || sub === "help") {
-    const t = positional[0];
-    if (t !== undefined && TOPICS.includes(t)) return { ok: true, command: { name: "help", topic: t as Topic } };
-    if (sub === undefined && !scanned.bools.has("help"))
-      return { ok: false, error: "missing command: one of why, graph, check" };
-    return { ok: true, command: { name: "help" } };
+  try {
+    const line = readCommandLine(PROGRAM, argv);
+    if (line.help)
+      return { ok: true, command: line.command ? { name: "help", topic: line.command as Topic } : { name: "help" } };
+    return commandFor(line.command as Topic, line.given);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    const error = phrase(err.problem, err.command) ?? err.message;
+    return err.command ? { ok: false, error, topic: err.command as Topic } : { ok: false, error };
   }
-  if (!topic || sub !== topic) return { ok: false, error: `unknown command "${sub}": use why, graph or check` };
-  if (scanned.bools.has("help")) return { ok: true, command: { name: "help", topic } };
-  for (const key of [...scanned.values.keys(), ...scanned.bools]) {
-    if (!CONNECTION_KEYS.includes(key) && !ALLOWED[topic].includes(key))
-      return { ok: false, error: `${topic} does not take --${key === "namespace" ? "namespace (-n)" : key}`, topic };
-  }
-  return commandFor(topic, positional, scanned);
 }
 
-/** The command `topic` with its arguments and flags, once the flags are known to be ones it takes. */
-function commandFor(topic: Topic, positional: readonly string[], scanned: Scanned): ParsedArgs {
+/** The command `topic` with its arguments and flags, once the kit has checked that it takes them. */
+function commandFor(topic: Topic, given: GivenArgs): ParsedArgs {
   const fail = (error: string): ParsedArgs => ({ ok: false, error, topic });
-  const connection = connectionOf(scanned);
-  const ruleWorkspaces = scanned.values.get("rule-workspace") ?? [];
+  const connection = connectionOf(given);
+  const ruleWorkspaces = given.values.get("rule-workspace") ?? [];
   switch (topic) {
     case "why": {
-      const target = parseTarget(positional);
+      const target = parseTarget(given.positionals);
       if ("error" in target) return fail(target.error);
-      const namespace = last(scanned, "namespace");
+      const namespace = last(given, "namespace");
       const why: WhyCommand = {
         name: "why",
         resource: target.resource,
@@ -175,18 +152,16 @@ function commandFor(topic: Topic, positional: readonly string[], scanned: Scanne
       return { ok: true, command: namespace ? { ...why, namespace } : why };
     }
     case "graph": {
-      if (positional.length > 0) return fail(`graph takes no arguments, got "${positional.join(" ")}"`);
-      const format = last(scanned, "output") ?? "mermaid";
+      const format = last(given, "output") ?? "mermaid";
       if (!OUTPUT_FORMATS.includes(format as OutputFormat))
         return fail(`-o ${format}: the output format is one of ${OUTPUT_FORMATS.join(", ")}`);
-      const objects = scanned.bools.has("objects");
+      const objects = given.switches.has("objects");
       return {
         ok: true,
         command: { name: "graph", format: format as OutputFormat, objects, ruleWorkspaces, connection },
       };
     }
     case "check":
-      if (positional.length > 0) return fail(`check takes no arguments, got "${positional.join(" ")}"`);
       return { ok: true, command: { name: "check", ruleWorkspaces, connection } };
   }
 }

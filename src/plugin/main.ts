@@ -1,6 +1,7 @@
 // The plugin's entry logic: arguments to a command, a command to output and an exit code. Every failure is one line
 // on stderr and exit code 2; a stack trace only with DEBUG set, for a bug report.
-import { HELP, parseArgs } from "./args.ts";
+import { parseArgs } from "./args.ts";
+import { HELP } from "./help.ts";
 import { runCheck, runGraph } from "./inspect.ts";
 import { PluginError } from "./source.ts";
 import { runWhy } from "./why.ts";
