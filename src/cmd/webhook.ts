@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { DEFAULT_EXPORT_NAME } from "../api/types.ts";
 import { createLogger } from "../observability/logger.ts";
 import { startWebhook, type WebhookConfig } from "../webhook/runtime.ts";
+import { DEFAULT_LIMITS, type TransportLimits } from "../webhook/http/limits.ts";
 import { parse, readFlags, runCommand, usage, UsageError, type Command, type Flag, type RunOptions } from "./kit.ts";
 
 const FLAGS: Flag[] = [
@@ -88,7 +89,61 @@ const FLAGS: Flag[] = [
     arg: "URL",
     help: "where dependents are listed (default: the kubeconfig server without /clusters/...)",
   },
+  ...limitFlags(),
 ];
+
+/** The transport's limits (src/webhook/http/limits.ts says why each default). */
+function limitFlags(): Flag[] {
+  const d = DEFAULT_LIMITS;
+  const count = (name: string, env: string, n: number, help: string): Flag => ({
+    name,
+    env,
+    arg: "N",
+    default: String(n),
+    help,
+  });
+  return [
+    count("max-concurrent-reviews", "MAX_CONCURRENT_REVIEWS", d.maxConcurrentReviews, "DELETE reviews decided at once"),
+    count(
+      "max-concurrent-rule-reviews",
+      "MAX_CONCURRENT_RULE_REVIEWS",
+      d.maxConcurrentRuleReviews,
+      "DependencyRule reviews decided at once, apart from DELETE reviews",
+    ),
+    count("max-queued-reviews", "MAX_QUEUED_REVIEWS", d.maxQueuedReviews, "reviews waiting for a slot, per pool"),
+    count("max-connections", "MAX_CONNECTIONS", d.maxConnections, "open TLS connections served"),
+    {
+      name: "body-timeout",
+      env: "BODY_TIMEOUT",
+      arg: "DURATION",
+      default: `${d.bodyTimeoutMs / 1000}s`,
+      help: "time a request body has to arrive whole",
+    },
+    count(
+      "min-body-bytes-per-second",
+      "MIN_BODY_BYTES_PER_SECOND",
+      d.minBodyBytesPerSecond,
+      "average pace a body must keep after its first 2 s",
+    ),
+  ];
+}
+
+/** Positive whole numbers and the body deadline, from their flags. */
+function parseLimits(v: Record<string, string | undefined>): TransportLimits {
+  const count = (flag: string): number => {
+    const text = v[flag] ?? "";
+    if (!/^[1-9]\d{0,8}$/.test(text)) throw new UsageError(`--${flag}: want a positive whole number, got "${text}"`);
+    return Number(text);
+  };
+  return {
+    maxConcurrentReviews: count("max-concurrent-reviews"),
+    maxConcurrentRuleReviews: count("max-concurrent-rule-reviews"),
+    maxQueuedReviews: count("max-queued-reviews"),
+    maxConnections: count("max-connections"),
+    bodyTimeoutMs: parse.duration(v["body-timeout"]!, "body-timeout"),
+    minBodyBytesPerSecond: count("min-body-bytes-per-second"),
+  };
+}
 
 export const USAGE = usage(
   "dependency-webhook",
@@ -145,6 +200,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     tls,
     healthProbeBindAddress: parse.listen(v["health-probe-bind-address"]!, "health-probe-bind-address"),
     kcpBaseUrl: kcpBaseUrl?.replace(/\/+$/, ""),
+    limits: parseLimits(v),
   };
 }
 

@@ -24,7 +24,7 @@ import type { RuleRegistry } from "./rules/registry.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
 import { createRuleAdmissionHandler } from "./rules/rule-admission.ts";
 import { RuleSource } from "./rules/source.ts";
-import { startWebhookServer } from "./http/server.ts";
+import { createOpenRequests, startWebhookServer, type TransportLimits } from "./http/server.ts";
 
 export interface WebhookConfig {
   kubeconfig: string | undefined;
@@ -47,6 +47,7 @@ export interface WebhookConfig {
   lookup?: "index" | "live";
   /** Serve the Go original's /validate too (every provider's rules match there). */
   legacyValidateRoute?: boolean;
+  limits?: TransportLimits; // review slots, queue, connections, body pace
 }
 
 export interface RunningWebhook {
@@ -90,6 +91,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     const server = await startWebhookServer({
       ...serverOptions(flags),
       onRefusal: (reason) => metrics.refusals.inc({ reason }),
+      openRequests: createOpenRequests(metricsRegistry),
       handler,
       ruleHandler: ruleAdmission(rules, resolver, logger, metrics),
       logger,
@@ -136,6 +138,7 @@ function serverOptions(flags: WebhookConfig) {
     ...(flags.minTLSVersion ? { minTLSVersion: flags.minTLSVersion } : {}),
     ...(flags.cipherSuites ? { cipherSuites: flags.cipherSuites } : {}),
     legacyValidateRoute: flags.legacyValidateRoute === true,
+    ...flags.limits,
   };
 }
 

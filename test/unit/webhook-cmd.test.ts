@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { parseConfig, run, USAGE } from "../../src/cmd/webhook.ts";
+import { DEFAULT_LIMITS } from "../../src/webhook/http/limits.ts";
 import type { Started } from "../../src/cmd/kit.ts";
 
 describe("parseConfig", () => {
@@ -24,7 +25,27 @@ describe("parseConfig", () => {
       kcpBaseUrl: undefined,
       minTLSVersion: "TLSv1.2",
       lookup: "index",
+      limits: DEFAULT_LIMITS,
     });
+  });
+
+  it("takes the transport's limits, flags over environment, and refuses what is not a positive number", () => {
+    const c = parseConfig(
+      ["--max-concurrent-reviews=32", "--max-connections=512", "--body-timeout=5s", "--min-body-bytes-per-second=1"],
+      { ...env, MAX_CONCURRENT_RULE_REVIEWS: "4", MAX_QUEUED_REVIEWS: "8", MAX_CONNECTIONS: "9" },
+    );
+    assert.ok(c !== "help");
+    assert.deepEqual(c.limits, {
+      maxConcurrentReviews: 32,
+      maxConcurrentRuleReviews: 4,
+      maxQueuedReviews: 8,
+      maxConnections: 512,
+      bodyTimeoutMs: 5_000,
+      minBodyBytesPerSecond: 1,
+    });
+    assert.throws(() => parseConfig(["--max-concurrent-reviews=0"], env), /want a positive whole number, got "0"/);
+    assert.throws(() => parseConfig(["--max-connections=lots"], env), /--max-connections: want a positive whole/);
+    assert.throws(() => parseConfig(["--body-timeout=10"], env), /--body-timeout: invalid duration/);
   });
 
   it("serves the legacy /validate route only when asked", () => {

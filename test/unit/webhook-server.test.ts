@@ -530,6 +530,7 @@ describe("webhook HTTPS server: bounded work", () => {
       logger: silentLogger(),
       metrics: createWebhookMetrics(metricsRegistry),
       maxConcurrentReviews: 2,
+      maxQueuedReviews: 0, // no queue: the third review is refused at once
       maxConnections: 3,
       onRefusal: (reason) => refusals.push(reason),
     });

@@ -1,43 +1,70 @@
-// The transport's limits (body size, body bytes held at once, reviews decided at once, open connections), the
+// The transport's limits (body size and pace, body bytes held at once, review slots and queue, open connections), the
 // counters that enforce them, and reading a request body within them.
 import type http from "node:http";
 import type { TLSSocket } from "node:tls";
+import type { Clock, Timer } from "../../util/clock.ts";
+import { ReviewPool } from "./pool.ts";
 
 /**
  * Largest review body read. A DELETE review carries the stored object as `oldObject` (`object` is null), and kcp
  * stores no object over 1.5 MiB (etcd's request limit); the envelope (userInfo, options) adds a few KiB. 2 MiB fits
  * every genuine review with room to spare, where the API server's own 3 MiB would let a forged one cost about 52 MiB
- * of heap once parsed (issue 13). A DependencyRule review (/validate-rules) is far smaller.
+ * of heap once parsed. A DependencyRule review (/validate-rules) is far smaller.
  */
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
-/**
- * Reviews parsed and decided at once. A body costs up to about 17 times its size once parsed (3 MiB measured at
- * 52 MiB), so 16 reviews of the largest body stay near 550 MiB of raw-to-parsed worst case only for pathological
- * JSON; typical reviews are a few KiB and a decision takes milliseconds, so 16 slots carry thousands of reviews per
- * second. Over it: 429 at once.
- */
-export const MAX_CONCURRENT_REVIEWS = 16;
-
-/** Body bytes being received at once, over all connections: 8 largest bodies. Over it: 429 at once. */
+/** Body bytes held at once, over all requests, from the first byte until a slot is taken: 8 largest bodies. */
 export const MAX_BUFFERED_BODY_BYTES = 8 * MAX_BODY_BYTES;
 
-/** Open TLS connections served; a connection past it gets 429 and is closed. kcp keeps a few per API server. */
-export const MAX_CONNECTIONS = 256;
+/** A request's bytes are checked against the minimum rate this often, and only after this grace. */
+export const BODY_CHECK_MS = 1_000;
+export const BODY_RATE_GRACE_MS = 2_000;
+
+/** How long a request whose body is in waits for a review slot before 429: well inside kcp's 10 s webhook timeout. */
+export const QUEUE_WAIT_MS = 2_000;
+
+/**
+ * The limits operators set (flags of the webhook, values of the chart). Reviews: a body costs up to about 17 times
+ * its size once parsed, and a decision takes milliseconds (index) to a few hundred (live), so 16 slots carry thousands
+ * of reviews per second. Rule reviews ask kcp about the provider's exports, so they get their own small pool: a flood
+ * of them never takes a DELETE review's slot. The body must arrive whole within `bodyTimeoutMs`, and after the first
+ * two seconds at `minBodyBytesPerSecond` on average: kcp sends a review in one burst, so only a stranger trickles.
+ */
+export interface TransportLimits {
+  maxConcurrentReviews: number;
+  maxConcurrentRuleReviews: number;
+  /** Requests with their body in, waiting for a slot (each pool); over it, 429 at once. */
+  maxQueuedReviews: number;
+  /** Open TLS connections served; a connection past it gets 429 and is closed. kcp keeps a few per API server. */
+  maxConnections: number;
+  bodyTimeoutMs: number;
+  minBodyBytesPerSecond: number;
+}
+
+export const DEFAULT_LIMITS: TransportLimits = {
+  maxConcurrentReviews: 16,
+  maxConcurrentRuleReviews: 2,
+  maxQueuedReviews: 64,
+  maxConnections: 256,
+  bodyTimeoutMs: 10_000,
+  minBodyBytesPerSecond: 16 * 1024,
+};
 
 /** Why a request or connection was turned away; counted through `onRefusal`. */
 export type Refusal =
   | "too-many-reviews"
+  | "too-many-rule-reviews"
   | "too-many-connections"
   | "body-budget"
   | "body-too-large"
+  | "body-too-slow"
   | "unauthenticated"
   | "connection-dropped";
 
-/** A body that was not read: 413 (over the size limit) or 429 (over the budget of bytes held at once). */
+/** A body that was not read: 408 (too slow, or not whole in time), 413 (too large), 429 (over the bytes held). */
 export class BodyError extends Error {
-  readonly code: 413 | 429;
-  constructor(code: 413 | 429, message: string) {
+  readonly code: 408 | 413 | 429;
+  constructor(code: 408 | 413 | 429, message: string) {
     super(message);
     this.code = code;
   }
@@ -49,53 +76,83 @@ export interface BodyBudget {
   give(n: number): void;
 }
 
-/**
- * Reads the body up to `limit` bytes; a larger one is refused as soon as it is seen (413). Every byte held counts
- * against `budget` until the caller gives it back; when the budget is spent the request is refused (429).
- */
-export async function readBody(req: http.IncomingMessage, limit: number, budget: BodyBudget): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] ?? "0");
-  if (declared > limit)
-    throw new BodyError(413, `request body of ${declared} bytes exceeds the limit of ${limit} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of req) {
-      const n = (chunk as Buffer).length;
-      size += n;
-      if (size > limit) throw new BodyError(413, `request body exceeds the limit of ${limit} bytes`);
-      if (!budget.take(n)) {
-        size -= n;
-        throw new BodyError(429, "the webhook is receiving too many request bodies at once, retry in a second");
-      }
-      chunks.push(chunk as Buffer);
-    }
-  } catch (err) {
-    budget.give(size);
-    throw err;
-  }
-  const body = Buffer.concat(chunks);
-  budget.give(size);
-  return body;
+export interface BodyRules {
+  maxBytes: number;
+  budget: BodyBudget;
+  clock: Clock;
+  timeoutMs: number;
+  minBytesPerSecond: number;
 }
 
-/** The server's use of its limits: open connections, reviews in flight, body bytes held. */
+/**
+ * Reads the body up to `maxBytes` (a larger one is refused as soon as it is seen: 413), whole within `timeoutMs` and,
+ * after the grace, at `minBytesPerSecond` (else 408). Every byte held counts against `budget` (when spent: 429); on
+ * success the bytes stay taken, and the caller gives back `body.length` once it no longer holds the raw body waiting.
+ */
+export function readBody(req: http.IncomingMessage, rules: BodyRules): Promise<Buffer> {
+  const { maxBytes, budget, clock } = rules;
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (declared > maxBytes)
+    return Promise.reject(
+      new BodyError(413, `request body of ${declared} bytes exceeds the limit of ${maxBytes} bytes`),
+    );
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const start = clock.now();
+    let size = 0;
+    let timer: Timer | undefined;
+    const finish = (err?: Error): void => {
+      timer?.cancel();
+      req.off("data", onData).off("end", onEnd).off("error", finish).off("close", onClose);
+      if (!err) return resolve(Buffer.concat(chunks, size));
+      budget.give(size);
+      reject(err);
+    };
+    const onData = (chunk: Buffer): void => {
+      if (size + chunk.length > maxBytes)
+        return finish(new BodyError(413, `request body exceeds the limit of ${maxBytes} bytes`));
+      if (!budget.take(chunk.length))
+        return finish(
+          new BodyError(429, "the webhook is receiving too many request bodies at once, retry in a second"),
+        );
+      size += chunk.length;
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => finish();
+    const onClose = (): void => finish(new Error("the connection closed before the body was in"));
+    const check = (): void => {
+      const elapsed = clock.now() - start;
+      if (elapsed >= rules.timeoutMs)
+        return finish(new BodyError(408, `request body not received whole within ${rules.timeoutMs} ms`));
+      if (size < (rules.minBytesPerSecond * Math.max(0, elapsed - BODY_RATE_GRACE_MS)) / 1000)
+        return finish(new BodyError(408, `request body arriving slower than ${rules.minBytesPerSecond} bytes/s`));
+      timer = clock.after(BODY_CHECK_MS, check);
+    };
+    req.on("data", onData).on("end", onEnd).on("error", finish).on("close", onClose);
+    timer = clock.after(BODY_CHECK_MS, check);
+  });
+}
+
+/** The server's use of its limits: open connections, body bytes held, and the two review pools. */
 export class Capacity {
-  readonly maxReviews: number;
   readonly maxConnections: number;
   readonly budget: BodyBudget;
-  private reviews = 0;
+  /** DELETE reviews (/validate/...), and DependencyRule reviews (/validate-rules) apart from them. */
+  readonly deletes: ReviewPool;
+  readonly rules: ReviewPool;
   private connections = 0;
   private readonly overCapacity = new WeakSet<object>();
 
-  constructor(limits: { maxReviews: number; maxConnections: number; maxBufferedBodyBytes: number }) {
-    this.maxReviews = limits.maxReviews;
+  constructor(limits: TransportLimits & { maxBufferedBodyBytes: number }, clock: Clock) {
     this.maxConnections = limits.maxConnections;
     let buffered = 0;
     this.budget = {
       take: (n) => (buffered + n > limits.maxBufferedBodyBytes ? false : ((buffered += n), true)),
       give: (n) => void (buffered -= n),
     };
+    const queue = { maxQueued: limits.maxQueuedReviews, maxWaitMs: QUEUE_WAIT_MS };
+    this.deletes = new ReviewPool({ slots: limits.maxConcurrentReviews, ...queue }, clock);
+    this.rules = new ReviewPool({ slots: limits.maxConcurrentRuleReviews, ...queue }, clock);
   }
 
   /** Counts a new connection until it closes; one past the cap is marked, and its requests are refused. */
@@ -107,16 +164,5 @@ export class Capacity {
 
   isOverCapacity(socket: object): boolean {
     return this.overCapacity.has(socket);
-  }
-
-  /** Takes a review slot; false when all are in use. Give it back with endReview. */
-  startReview(): boolean {
-    if (this.reviews >= this.maxReviews) return false;
-    this.reviews++;
-    return true;
-  }
-
-  endReview(): void {
-    this.reviews--;
   }
 }

@@ -1,14 +1,18 @@
 // One admission request from arrival to answer. Transport checks run before any logic, in this order: connection
-// cap, caller, route, method, content type, review slot; then the body (size, budget, JSON) and the envelope. A
-// problem with a readable uid is answered as a denying AdmissionReview (the API server shows its message); without
-// one, with an HTTP error and a JSON Status. Nothing here throws out of a request.
+// cap, caller, route, method, content type; then the body (size, pace, bytes held at once), and only once it is in
+// whole a review slot of the route's pool (DELETE reviews, or DependencyRule reviews apart), then JSON and the
+// envelope. A problem with a readable uid is answered as a denying AdmissionReview (the API server shows its
+// message); without one, with an HTTP error and a JSON Status. Nothing here throws out of a request.
 import type http from "node:http";
 import type { Logger } from "pino";
 import { badRequest, internalError, type AdmissionRequest, type Decision } from "../admission.ts";
+import { clip, logSafe } from "../../observability/clip.ts";
+import type { Clock } from "../../util/clock.ts";
 import type { Authenticate } from "./authenticate.ts";
 import type { AdmissionHandler } from "../deletion/handler.ts";
-import { BodyError, readBody, type Capacity, type Refusal } from "./limits.ts";
+import { BodyError, readBody, type Capacity, type Refusal, type TransportLimits } from "./limits.ts";
 import type { WebhookMetrics } from "../metrics.ts";
+import type { OpenRequest, OpenRequests } from "./origins.ts";
 import type { Replies } from "./replies.ts";
 import { parseReview, reviewReply } from "./review.ts";
 import { VALIDATE_RULES_ROUTE } from "../../api/wire.ts";
@@ -21,23 +25,41 @@ export interface RequestDeps {
   logger: Logger;
   metrics: WebhookMetrics;
   maxBodyBytes: number;
+  limits: Pick<TransportLimits, "bodyTimeoutMs" | "minBodyBytesPerSecond">;
+  clock: Clock;
   /** Serve the legacy /validate (no provider: rules of every provider match); off, it answers 404. */
   legacyValidateRoute: boolean;
   authenticate: Authenticate;
   capacity: Capacity;
+  open: OpenRequests;
   replies: Replies;
   refused: (reason: Refusal) => void;
 }
 
 type Served = Extract<Route, { ok: true }>;
+type Serve = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
 
 /** The request listener's body: answers every request, and resolves once the answer is out or refused. */
-export function requestServer(
-  deps: RequestDeps,
-): (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> {
+export function requestServer(deps: RequestDeps): Serve {
+  const accepted = transportChecks(deps);
+  return async (req, res) => {
+    const r = accepted(req, res);
+    if (!r) return;
+    const open = deps.open.begin(req.socket.remoteAddress, r.rules ? "rules" : "deletes");
+    try {
+      const body = await receive(deps, req, res, open);
+      if (body) await inSlot(deps, req, res, r, open, body);
+    } finally {
+      open.end();
+    }
+  };
+}
+
+/** The checks that need no body; a refused request is answered here and gets undefined. */
+function transportChecks(deps: RequestDeps): (req: http.IncomingMessage, res: http.ServerResponse) => Served | void {
   const { capacity, replies, refused } = deps;
   let legacyWarned = false;
-  return async (req, res) => {
+  return (req, res) => {
     if (capacity.isOverCapacity(req.socket)) {
       refused("too-many-connections");
       const message = `the webhook has ${capacity.maxConnections} connections open, retry in a second`;
@@ -60,44 +82,87 @@ export function requestServer(
     if (r.rules && !deps.ruleHandler)
       return replies.refuse(req, res, 404, `no handler for ${VALIDATE_RULES_ROUTE}: rule checks are off`);
     if (req.method !== "POST")
-      return replies.refuse(req, res, 405, `method ${req.method} not allowed: POST an AdmissionReview`);
+      return replies.refuse(req, res, 405, `method ${clip(req.method)} not allowed: POST an AdmissionReview`);
     const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
     if (type !== "application/json") {
-      const message = `content type ${JSON.stringify(type ?? "")} not supported: want application/json`;
+      const message = `content type ${JSON.stringify(clip(type ?? ""))} not supported: want application/json`;
       return replies.refuse(req, res, 415, message);
     }
-    if (!capacity.startReview()) {
-      refused("too-many-reviews");
-      const message = `the webhook is deciding ${capacity.maxReviews} reviews already, retry in a second`;
-      return replies.refuse(req, res, 429, message);
-    }
-    try {
-      await review(deps, req, res, r);
-    } finally {
-      capacity.endReview();
-    }
+    return r;
   };
 }
 
-/** Reads and parses the body, checks the envelope, and answers with the handler's decision (fail closed). */
-async function review(deps: RequestDeps, req: http.IncomingMessage, res: http.ServerResponse, r: Served) {
+/** The whole body, or undefined once a refusal is sent. Its bytes stay counted until the request has a slot. */
+async function receive(
+  deps: RequestDeps,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  open: OpenRequest,
+): Promise<Buffer | undefined> {
+  open.stage("receiving");
+  try {
+    return await readBody(req, {
+      maxBytes: deps.maxBodyBytes,
+      budget: deps.capacity.budget,
+      clock: deps.clock,
+      timeoutMs: deps.limits.bodyTimeoutMs,
+      minBytesPerSecond: deps.limits.minBodyBytesPerSecond,
+    });
+  } catch (err) {
+    if (!(err instanceof BodyError)) return void req.socket.destroy(); // the caller went away
+    deps.refused(err.code === 413 ? "body-too-large" : err.code === 408 ? "body-too-slow" : "body-budget");
+    // A trickling upload is cut off once the answer is out, like an oversize one: its connection is the attack.
+    if (err.code === 408) res.once("finish", () => req.socket.destroy());
+    deps.replies.refuse(req, res, err.code, err.message);
+    return undefined;
+  }
+}
+
+/** Waits for a slot of the route's pool (bounded), then parses and decides; the slot is given back after. */
+async function inSlot(
+  deps: RequestDeps,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  r: Served,
+  open: OpenRequest,
+  raw: Buffer,
+): Promise<void> {
+  const pool = r.rules ? deps.capacity.rules : deps.capacity.deletes;
+  const slot = await pool.acquire(() => open.stage("queued"));
+  deps.capacity.budget.give(raw.length);
+  if (slot !== true) {
+    deps.refused(r.rules ? "too-many-rule-reviews" : "too-many-reviews");
+    const what = r.rules ? "DependencyRule reviews" : "reviews";
+    return deps.replies.refuse(
+      req,
+      res,
+      429,
+      `the webhook is deciding ${pool.slots} ${what} already, retry in a second`,
+    );
+  }
+  try {
+    if (req.socket.destroyed) return; // the caller gave up while it waited: nobody would read the answer
+    open.stage("deciding");
+    await review(deps, res, r, raw);
+  } finally {
+    pool.release();
+  }
+}
+
+/** Parses the body, checks the envelope, and answers with the handler's decision (fail closed). */
+async function review(deps: RequestDeps, res: http.ServerResponse, r: Served, raw: Buffer): Promise<void> {
   const { replies, logger: log } = deps;
+  if (raw.length === 0) return replies.status(res, 400, "request body is empty: want an AdmissionReview");
   let body: unknown;
   try {
-    const raw = await readBody(req, deps.maxBodyBytes, deps.capacity.budget);
-    if (raw.length === 0) return replies.status(res, 400, "request body is empty: want an AdmissionReview");
     body = JSON.parse(raw.toString("utf8"));
   } catch (err) {
-    if (err instanceof BodyError) {
-      // Stop reading an oversize upload; the reply still goes out, then the connection closes.
-      deps.refused(err.code === 413 ? "body-too-large" : "body-budget");
-      return replies.refuse(req, res, err.code, err.message);
-    }
-    return replies.status(res, 400, `request body is not JSON: ${(err as Error).message}`);
+    return replies.status(res, 400, `request body is not JSON: ${String(clip((err as Error).message))}`);
   }
   const parsed = parseReview(body);
   if (!parsed.ok) {
-    log.warn({ uid: parsed.uid, problem: parsed.message }, "malformed admission review");
+    // uid and problem are the caller's text: clipped, so a forged review cannot write a megabyte log line.
+    log.warn(logSafe({ uid: parsed.uid, problem: parsed.message }), "malformed admission review");
     deps.metrics.decisions.inc({ outcome: "errored", reason: "bad-request" });
     if (parsed.uid === undefined) return replies.status(res, 400, parsed.message);
     return replies.json(res, 200, reviewReply(parsed.uid, badRequest(parsed.message)));
@@ -110,7 +175,7 @@ async function review(deps: RequestDeps, req: http.IncomingMessage, res: http.Se
         : await deps.handler(parsed.request, r.provider);
   } catch (err) {
     // The handler does not throw by design; if it does anyway, deny (fail closed) and say why.
-    log.error({ uid: parsed.request.uid, err: String(err) }, "admission handler failed");
+    log.error(logSafe({ uid: parsed.request.uid, err: String(err) }), "admission handler failed");
     decision = internalError("internal error, retry later", err instanceof Error ? err.message : String(err));
   }
   replies.json(res, 200, reviewReply(parsed.request.uid, decision));

@@ -10,17 +10,15 @@ import type { AdmissionRequest, Decision } from "../admission.ts";
 import { callerAuthenticator } from "./authenticate.ts";
 import { CertificateReloader, type KeyPair, type TlsFiles } from "./certs.ts";
 import type { AdmissionHandler } from "../deletion/handler.ts";
-import {
-  Capacity,
-  MAX_BODY_BYTES,
-  MAX_BUFFERED_BODY_BYTES,
-  MAX_CONCURRENT_REVIEWS,
-  MAX_CONNECTIONS,
-  type Refusal,
-} from "./limits.ts";
+import { Capacity, DEFAULT_LIMITS, MAX_BODY_BYTES, MAX_BUFFERED_BODY_BYTES, type Refusal } from "./limits.ts";
 import type { WebhookMetrics } from "../metrics.ts";
+import { createOpenRequests, type OpenRequests } from "./origins.ts";
+import { realClock, type Clock } from "../../util/clock.ts";
 import { answerClientError, createReplies, type Replies } from "./replies.ts";
 import { requestServer } from "./requests.ts";
+
+export type { TransportLimits } from "./limits.ts";
+export { createOpenRequests } from "./origins.ts";
 
 export interface WebhookServerOptions {
   host?: string;
@@ -38,11 +36,22 @@ export interface WebhookServerOptions {
   logger: Logger;
   metrics: WebhookMetrics;
   maxBodyBytes?: number;
-  /** Reviews parsed and decided at once (default MAX_CONCURRENT_REVIEWS); over it, 429. */
+  /** DELETE reviews parsed and decided at once (default 16); more wait in a short queue, then get 429. */
   maxConcurrentReviews?: number;
+  /** DependencyRule reviews (/validate-rules) decided at once, a pool apart (default 2). */
+  maxConcurrentRuleReviews?: number;
+  /** Requests with their body in waiting for a slot, per pool (default 64); over it, 429 at once. */
+  maxQueuedReviews?: number;
+  /** The body must be in whole within this (default 10 s), and arrive at this average rate after 2 s (16 KiB/s). */
+  bodyTimeoutMs?: number;
+  minBodyBytesPerSecond?: number;
+  /** Times the body deadline, the pace checks and the queue wait (default the real clock). */
+  clock?: Clock;
+  /** Counts open requests by origin, pool and stage (createOpenRequests); default: not counted. */
+  openRequests?: OpenRequests;
   /** Body bytes being received at once over all requests (default MAX_BUFFERED_BODY_BYTES); over it, 429. */
   maxBufferedBodyBytes?: number;
-  /** Open TLS connections (default MAX_CONNECTIONS); a request on a connection past it gets 429 and a close. */
+  /** Open TLS connections (default 256); a request on a connection past it gets 429 and a close. */
   maxConnections?: number;
   /** Time allowed to receive the headers, and the whole request, before the socket is dropped. */
   headersTimeoutMs?: number;
@@ -74,11 +83,12 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   const log = opts.logger;
   const refused = (reason: Refusal): void => opts.onRefusal?.(reason);
   const authenticate = callerAuthenticator({ ...opts, clientCAFile: opts.tls.clientCAFile });
-  const capacity = new Capacity({
-    maxReviews: opts.maxConcurrentReviews ?? MAX_CONCURRENT_REVIEWS,
-    maxConnections: opts.maxConnections ?? MAX_CONNECTIONS,
-    maxBufferedBodyBytes: opts.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES,
-  });
+  const limits = limitsOf(opts);
+  const clock = opts.clock ?? realClock;
+  const capacity = new Capacity(
+    { ...limits, maxBufferedBodyBytes: opts.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES },
+    clock,
+  );
   const replies = createReplies((code) => opts.metrics.responses.inc({ code: String(code) }));
   const certs = new CertificateReloader({
     files: opts.tls,
@@ -93,6 +103,9 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     logger: log,
     metrics: opts.metrics,
     maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES,
+    limits,
+    clock,
+    open: opts.openRequests ?? createOpenRequests(),
     legacyValidateRoute: opts.legacyValidateRoute ?? false,
     authenticate,
     capacity,
@@ -117,6 +130,17 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
         server.close(() => resolve());
         server.closeIdleConnections();
       }),
+  };
+}
+
+function limitsOf(opts: WebhookServerOptions) {
+  return {
+    maxConcurrentReviews: opts.maxConcurrentReviews ?? DEFAULT_LIMITS.maxConcurrentReviews,
+    maxConcurrentRuleReviews: opts.maxConcurrentRuleReviews ?? DEFAULT_LIMITS.maxConcurrentRuleReviews,
+    maxQueuedReviews: opts.maxQueuedReviews ?? DEFAULT_LIMITS.maxQueuedReviews,
+    maxConnections: opts.maxConnections ?? DEFAULT_LIMITS.maxConnections,
+    bodyTimeoutMs: opts.bodyTimeoutMs ?? DEFAULT_LIMITS.bodyTimeoutMs,
+    minBodyBytesPerSecond: opts.minBodyBytesPerSecond ?? DEFAULT_LIMITS.minBodyBytesPerSecond,
   };
 }
 
