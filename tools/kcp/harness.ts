@@ -12,6 +12,9 @@ import { loadKcpConnection } from "../../src/kcp/kubeconfig.ts";
 import type { RestClient } from "../../src/kcp/rest.ts";
 import { ManagedProcess, forgetDir, freePort, removeOnExit, waitFor } from "./process.ts";
 import { writeKubeconfig } from "./api.ts";
+import { writeWebhookClientConfig } from "./webhook-client-config.ts";
+
+export { writeWebhookClientConfig };
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -43,37 +46,11 @@ export interface StartOptions {
   /**
    * The client certificate kcp presents to webhooks at `hosts` (`host:port` as in the webhook URL, or `*`): written
    * into the root directory as a WebhookAdmissionConfiguration kubeconfig for the `apis.kcp.io/ValidatingWebhook`
-   * plugin and passed with --admission-control-config-file (kcp.md V.6 §1). kcp v0.30.0 refuses that flag (it is in
-   * its disallowedFlags: "unknown flag"), so with v0.30.0 this option makes kcp fail to start; see
-   * test/integration/webhook-auth.test.ts and docs/operations.md, "Threat model".
+   * plugin and passed with --admission-control-config-file (how kcp's docs give webhooks a client certificate).
+   * kcp v0.30.0 refuses that flag (it is in its disallowedFlags: "unknown flag"), so with v0.30.0 this option makes
+   * kcp fail to start; see test/integration/webhook-auth.test.ts and docs/operations.md, "Threat model".
    */
   webhookClientCert?: { certFile: string; keyFile: string; hosts: string[] };
-}
-
-/** Writes kcp's admission configuration and webhook-client kubeconfig into `dir`; returns the config file. */
-export function writeWebhookClientConfig(dir: string, client: NonNullable<StartOptions["webhookClientCert"]>): string {
-  const kubeconfig = path.join(dir, "webhook-clients.kubeconfig");
-  // users[].name is matched against the webhook's host:port; paths must be absolute (kcp reads them itself).
-  const users = client.hosts.map((host) => ({
-    name: host,
-    user: { "client-certificate": path.resolve(client.certFile), "client-key": path.resolve(client.keyFile) },
-  }));
-  writeFileSync(kubeconfig, JSON.stringify({ apiVersion: "v1", kind: "Config", users }, null, 2) + "\n");
-  const config = path.join(dir, "admission.yaml");
-  const webhookAdmission = {
-    apiVersion: "apiserver.config.k8s.io/v1",
-    kind: "WebhookAdmissionConfiguration",
-    kubeConfigFile: kubeconfig,
-  };
-  const admission = {
-    apiVersion: "apiserver.config.k8s.io/v1",
-    kind: "AdmissionConfiguration",
-    // The kcp plugin reads only the entry under its own name; `ValidatingAdmissionWebhook` reaches the upstream
-    // plugin, which kcp keeps off.
-    plugins: [{ name: "apis.kcp.io/ValidatingWebhook", configuration: webhookAdmission }],
-  };
-  writeFileSync(config, JSON.stringify(admission, null, 2) + "\n");
-  return config;
 }
 
 /** What every kcp the tests start offers: admin clients, the serving CA, kubeconfigs for token users. */
