@@ -1,21 +1,36 @@
 // kcp's answers: reading a body within a byte cap or a watch stream line by line, and an error answer as ApiError
-// (HTTP status, the Status object's reason and message).
+// (HTTP status, the Status object whole: reason, message, details).
 import http from "node:http";
 
-/** An error answer from the API server, keeping the HTTP status and the Status object's reason and message. */
+/** A metav1.Status as the API server sends it with an error; `details.causes` carries a webhook's blockers. */
+export interface ApiStatus {
+  code?: number;
+  reason?: string;
+  message?: string;
+  details?: { causes?: { reason?: string; message?: string; field?: string }[]; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** An error answer from the API server: the HTTP status, the Status object's reason and message, and the Status. */
 export class ApiError extends Error {
   readonly status: number;
   readonly reason: string;
   readonly method: string;
   readonly url: string;
+  /** The Status's message, or the body's text (at most 500 characters) when the body was not a Status. */
+  readonly statusMessage: string;
+  /** The Status object as sent, details included; undefined when the body was not a JSON object. */
+  readonly apiStatus: ApiStatus | undefined;
 
-  constructor(method: string, url: string, status: number, reason: string, message: string) {
+  constructor(method: string, url: string, status: number, reason: string, message: string, apiStatus?: ApiStatus) {
     super(`${method} ${url}: ${status} ${reason}: ${message}`);
     this.name = "ApiError";
     this.status = status;
     this.reason = reason;
     this.method = method;
     this.url = url;
+    this.statusMessage = message;
+    this.apiStatus = apiStatus;
   }
 }
 
@@ -79,12 +94,14 @@ export async function readLines(res: http.IncomingMessage, onLine: (line: string
 export function toApiError(method: string, url: string, status: number, text: string): ApiError {
   let reason = http.STATUS_CODES[status] ?? "Unknown";
   let message = text.trim().slice(0, 500);
+  let apiStatus: ApiStatus | undefined;
   try {
-    const parsed = JSON.parse(text) as { reason?: string; message?: string };
-    if (parsed.reason) reason = parsed.reason;
-    if (parsed.message) message = parsed.message;
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) apiStatus = parsed as ApiStatus;
   } catch {
     // not a Status object: keep the raw text
   }
-  return new ApiError(method, url, status, reason, message);
+  if (typeof apiStatus?.reason === "string" && apiStatus.reason !== "") reason = apiStatus.reason;
+  if (typeof apiStatus?.message === "string" && apiStatus.message !== "") message = apiStatus.message;
+  return new ApiError(method, url, status, reason, message, apiStatus);
 }

@@ -1,11 +1,9 @@
 // The plugin's I/O: the user's own kubeconfig and credentials, discovery, the rules it may read, the objects of one
 // workspace, and the dry-run DELETE. Every kcp answer the user may not see becomes a sentence, never a stack trace.
-import http from "node:http";
-import https from "node:https";
 import { parseRule } from "../api/rule.ts";
 import { DEPENDENCY_RULES_PATH, WORKSPACE_PATH_RE } from "../api/wire.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
-import { isApiError, type Credentials, type RestClient } from "../kcp/rest.ts";
+import { isApiError, type RestClient } from "../kcp/rest.ts";
 import type { Connection } from "./args.ts";
 import { apiPrefix, resourcesOf, splitQuery, type ApiResource } from "./discovery.ts";
 import type { RuleInWorkspace } from "./graph.ts";
@@ -22,8 +20,6 @@ export interface Session {
   ws: RestClient;
   /** The context's namespace, else "default". */
   namespace: string;
-  baseUrl: string;
-  credentials: Credentials;
 }
 
 export function openSession(conn: Connection): Session {
@@ -46,8 +42,6 @@ export function openSession(conn: Connection): Session {
     workspace,
     ws: kcp.base.forCluster(workspace),
     namespace,
-    baseUrl: kcp.baseUrl,
-    credentials: kcp.credentials,
   };
 }
 
@@ -101,52 +95,22 @@ export async function resourceFor(s: Session, group: string, resource: string): 
   return found.find((r) => r.name === resource);
 }
 
-export interface RawAnswer {
-  status: number;
-  body: unknown;
-}
-
 /**
- * One request whose error body is kept whole: RestClient's ApiError keeps only reason and message, and `why` needs
- * the Status's `details.causes`. Same credentials (CA, client certificate, token or exec plugin) as the RestClient.
+ * A server-side dry-run DELETE of `path` in the session's workspace: kcp runs the admission webhooks as for a real
+ * delete and changes nothing. A refusal is an answer, not an error: its HTTP status and the Status object whole, with
+ * the `details.causes` that list a webhook's blockers (the body's text when it was no Status).
  */
-export async function rawRequest(s: Session, method: string, path: string): Promise<RawAnswer> {
-  const url = new URL(`${s.baseUrl}/clusters/${s.workspace}${path}`);
-  const c = s.credentials;
-  const headers = { accept: "application/json", ...(await c.headers()) };
-  const mod = url.protocol === "http:" ? http : https;
-  return new Promise((resolve, reject) => {
-    const req = mod.request(
-      url,
-      {
-        method,
-        headers,
-        ...(c.ca !== undefined ? { ca: c.ca } : {}),
-        ...(c.cert !== undefined ? { cert: c.cert } : {}),
-        ...(c.key !== undefined ? { key: c.key } : {}),
-        rejectUnauthorized: c.insecureSkipTLSVerify !== true,
-        timeout: 30_000,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (d: Buffer) => chunks.push(d));
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          let body: unknown = text;
-          try {
-            body = text === "" ? undefined : JSON.parse(text);
-          } catch {
-            // not JSON: keep the text
-          }
-          resolve({ status: res.statusCode ?? 0, body });
-        });
-        res.on("error", reject);
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error(`${method} ${url.toString()}: no answer within 30 s`)));
-    req.on("error", reject);
-    req.end();
-  });
+export async function dryRunDelete(
+  s: Session,
+  path: string,
+): Promise<{ allowed: true } | { status: number; body: unknown }> {
+  try {
+    await s.ws.request("DELETE", path, { query: { dryRun: "All" } });
+    return { allowed: true };
+  } catch (err) {
+    if (!isApiError(err)) throw err;
+    return { status: err.status, body: err.apiStatus ?? err.statusMessage };
+  }
 }
 
 // ---- rules ----

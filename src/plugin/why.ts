@@ -5,7 +5,7 @@ import type { WhyCommand } from "./args.ts";
 import type { RuleInWorkspace } from "./graph.ts";
 import { parseRefusal, type Blocker, type Refusal } from "./causes.ts";
 import { collectionPath, matchResource, type ApiResource } from "./discovery.ts";
-import { PluginError, discover, explain, openSession, rawRequest, readRules } from "./source.ts";
+import { PluginError, discover, dryRunDelete, explain, openSession, readRules } from "./source.ts";
 import { renderTable } from "./table.ts";
 
 export interface WhyTarget {
@@ -137,11 +137,11 @@ export async function runWhy(cmd: WhyCommand): Promise<WhyResult> {
   const resource = match.resource;
   const namespace = resource.namespaced ? (cmd.namespace ?? s.namespace) : undefined;
   const t: WhyTarget = { resource, name: cmd.objectName, workspace: s.workspace, ...(namespace ? { namespace } : {}) };
-  const path = `${collectionPath(resource, namespace)}/${encodeURIComponent(cmd.objectName)}?dryRun=All`;
+  const path = `${collectionPath(resource, namespace)}/${encodeURIComponent(cmd.objectName)}`;
   try {
-    const answer = await rawRequest(s, "DELETE", path);
+    const answer = await dryRunDelete(s, path);
     const rules = cmd.ruleWorkspaces.length > 0 ? (await readRules(s, cmd.ruleWorkspaces)).rules : undefined;
-    return whyResult(t, answer.status, answer.body, rules);
+    return "allowed" in answer ? whyResult(t, 200, undefined, rules) : whyResult(t, answer.status, answer.body, rules);
   } catch (err) {
     throw explain(err, `ask kcp about ${resource.name}/${cmd.objectName} in ${where(t)}`);
   } finally {

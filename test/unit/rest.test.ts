@@ -313,3 +313,60 @@ describe("retryAfterMs", () => {
     assert.equal(retryAfterMs("", now), undefined);
   });
 });
+
+describe("ApiError keeps the Status", () => {
+  let server: http.Server;
+  let base: string;
+  const refusal = {
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    code: 409,
+    reason: "Conflict",
+    message: 'admission webhook "w" denied the request: cannot delete vpcs/v: still referenced by VirtualMachine/vm-1',
+    details: { causes: [{ reason: "ReferencedBy", message: "VirtualMachine/vm-1", field: ".spec.vpcRef.name" }] },
+  };
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      if (req.url === "/clusters/ws/vpcs/v?dryRun=All" && req.method === "DELETE") {
+        res.writeHead(409, { "content-type": "application/json" });
+        res.end(JSON.stringify(refusal));
+        return;
+      }
+      res.writeHead(502, { "content-type": "text/html" });
+      res.end("  <html>bad gateway</html>\n");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it("with details.causes, next to the status, reason and message", async () => {
+    const c = new RestClient(base, { headers: async () => ({}) }).forCluster("ws");
+    await assert.rejects(c.request("DELETE", "/vpcs/v", { query: { dryRun: "All" } }), (err: unknown) => {
+      assert.ok(isApiError(err, 409));
+      assert.equal(err.reason, "Conflict");
+      assert.equal(err.statusMessage, refusal.message);
+      assert.deepEqual(err.apiStatus, refusal);
+      return true;
+    });
+    c.close();
+  });
+
+  it("and the body's text when the answer is no Status", async () => {
+    const c = new RestClient(base, { headers: async () => ({}) });
+    await assert.rejects(c.get("/other"), (err: unknown) => {
+      assert.ok(isApiError(err, 502));
+      assert.equal(err.reason, "Bad Gateway");
+      assert.equal(err.statusMessage, "<html>bad gateway</html>");
+      assert.equal(err.apiStatus, undefined);
+      return true;
+    });
+    c.close();
+  });
+});
