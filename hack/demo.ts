@@ -1,16 +1,17 @@
 // The local demo (README's first command): a kcp on loopback, a network and a compute provider, two consumers, the
 // controller and the webhook as separate processes, and a walkthrough of a VPC delete blocked, then allowed.
-import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { parse, stringify } from "yaml";
 import { VWC_NAME } from "../src/api/types.ts";
-import { ApiError } from "../src/kcp/rest.ts";
+import { ApiError, type RestClient } from "../src/kcp/rest.ts";
 import { apply } from "../tools/kcp/api.ts";
 import { REPO_ROOT, startKcp, type Kcp } from "../tools/kcp/harness.ts";
 import { waitFor } from "../tools/kcp/process.ts";
-import { Binaries, PATHS, TOKENS, setupTopology, vmRule } from "../tools/kcp/topology.ts";
+import { Binaries, PATHS, TOKENS, setupTopology, vmRule, type Topology } from "../tools/kcp/topology.ts";
+import * as kubectl from "./demo-kubectl.ts";
+import { RESOURCES } from "./demo-kubectl.ts";
 
 const USAGE = `Usage: bash hack/demo.sh [--exit] [--help]
 
@@ -47,131 +48,84 @@ function writeDemoKubeconfig(kcp: Kcp): string {
   return file;
 }
 
-function hasKubectl(): boolean {
-  try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
+/** Steps 2 and 3: the product's topology as the getting-started guide sets it up, and both binaries running. */
+async function setUp(kcp: Kcp, bins: Binaries): Promise<Topology> {
+  step(2, "Setting up workspaces, APIs and bootstrap RBAC from deploy/");
+  const topo = await setupTopology(kcp, { log: info });
+
+  step(3, "Starting the webhook and the controller, each with its own identity");
+  await bins.startWebhook();
+  info(`webhook:    ${bins.webhookUrl}  (log: ${bins.webhook?.proc.logFile})`);
+  await bins.startController();
+  info(`controller: ready             (log: ${bins.controller?.proc.logFile})`);
+  return topo;
+}
+
+/** Steps 4 to 7: a rule, a VPC and the VM that names it, the refused delete, and the allowed one. */
+async function walkthrough(kcp: Kcp, topo: Topology): Promise<void> {
+  step(4, "The compute provider declares: VirtualMachines depend on the VPC and subnet they name");
+  info("(each step shows the kubectl command a user would type; the demo sends it through its own kcp client)");
+  await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
+  await kubectl.get(kcp.ws(PATHS.compute), "compute-provider", [RESOURCES.dependencyrule]);
+  await waitFor(
+    "the webhook configuration in the network provider",
+    async () =>
+      (await kcp
+        .ws(PATHS.network)
+        .getOptional(`/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${VWC_NAME}`)) !==
+        undefined || undefined,
+    { timeoutMs: 60_000 },
+  );
+  info(`the controller installed ValidatingWebhookConfiguration "${VWC_NAME}" in root:network-provider`);
+
+  step(5, "In consumer1, a VPC and a VM that references it");
+  const consumer = kcp.ws(PATHS.consumer1);
+  await apply(consumer, [
+    { apiVersion: "network.test.io/v1", kind: "VPC", metadata: { name: "my-vpc" }, spec: { cidr: "10.0.0.0/16" } },
+    {
+      apiVersion: "compute.test.io/v1",
+      kind: "VirtualMachine",
+      metadata: { name: "my-vm" },
+      spec: { cpu: 2, vpcRef: { name: "my-vpc" } },
+    },
+  ]);
+  await kubectl.get(consumer, "consumer1", [RESOURCES.vpc, RESOURCES.virtualmachine]);
+  await protectionActive(consumer);
+
+  step(6, "Deleting the VPC while the VM still uses it is refused");
+  if (await kubectl.del(consumer, "consumer1", RESOURCES.vpc, "my-vpc")) {
+    throw new Error("the VPC delete was allowed, but the VM still references it");
+  }
+
+  step(7, "Delete the VM, then the VPC");
+  await kubectl.del(consumer, "consumer1", RESOURCES.virtualmachine, "my-vm");
+  if (!(await kubectl.del(consumer, "consumer1", RESOURCES.vpc, "my-vpc"))) {
+    throw new Error("the VPC delete was refused after its VM was deleted");
   }
 }
 
-/** Runs kubectl as a user would and shows its output; returns whether it succeeded. */
-function kubectl(kubeconfig: string, args: string[]): boolean {
-  console.log(`    $ kubectl ${args.join(" ")}`);
-  try {
-    const out = execFileSync("kubectl", [`--kubeconfig=${kubeconfig}`, ...args], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    for (const line of out.trimEnd().split("\n")) info(line);
-    return true;
-  } catch (err) {
-    const e = err as { stderr?: string; stdout?: string };
-    for (const line of `${e.stdout ?? ""}${e.stderr ?? ""}`.trimEnd().split("\n")) info(line);
-    return false;
-  }
+/** Protection is active once a server-side dry run of the delete is refused (dry runs change nothing). */
+async function protectionActive(consumer: RestClient): Promise<void> {
+  await waitFor(
+    "protection to become active",
+    async () => {
+      try {
+        await consumer.request("DELETE", "/apis/network.test.io/v1/namespaces/default/vpcs/my-vpc", {
+          query: { dryRun: "All" },
+        });
+        return undefined;
+      } catch (err) {
+        return (err instanceof ApiError && err.status === 409) || undefined;
+      }
+    },
+    { timeoutMs: 60_000 },
+  );
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: { exit: { type: "boolean", default: false }, help: { type: "boolean", default: false } },
-  });
-  if (values.help) {
-    console.log(USAGE);
-    return;
-  }
-  if (!hasKubectl()) {
-    console.error(
-      "demo: kubectl is needed to show the walkthrough as a user sees it (install it, e.g. apt-get install kubectl)",
-    );
-    process.exit(1);
-  }
-
-  step(1, "Starting kcp v0.30.0 on loopback (about 25 s)");
-  const kcp = await startKcp({ tokens: TOKENS });
-  const bins = new Binaries(kcp);
-  let stopping = false;
-  const cleanup = async (): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    console.log("\nStopping the controller, the webhook and kcp, and removing the demo directory...");
-    await bins.stop();
-    await kcp.stop();
-  };
-  try {
-    info(`kcp is ready at ${kcp.baseUrl} (root directory ${kcp.rootDir})`);
-
-    step(2, "Setting up workspaces, APIs and bootstrap RBAC from deploy/");
-    const topo = await setupTopology(kcp, { log: info });
-    const kubeconfig = writeDemoKubeconfig(kcp);
-
-    step(3, "Starting the webhook and the controller, each with its own identity");
-    await bins.startWebhook();
-    info(`webhook:    ${bins.webhookUrl}  (log: ${bins.webhook?.proc.logFile})`);
-    await bins.startController();
-    info(`controller: ready             (log: ${bins.controller?.proc.logFile})`);
-
-    step(4, "The compute provider declares: VirtualMachines depend on the VPC and subnet they name");
-    await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
-    kubectl(kubeconfig, ["--context=compute-provider", "get", "dependencyrules"]);
-    await waitFor(
-      "the webhook configuration in the network provider",
-      async () =>
-        (await kcp
-          .ws(PATHS.network)
-          .getOptional(`/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${VWC_NAME}`)) !==
-          undefined || undefined,
-      { timeoutMs: 60_000 },
-    );
-    info(`the controller installed ValidatingWebhookConfiguration "${VWC_NAME}" in root:network-provider`);
-
-    step(5, "In consumer1, a VPC and a VM that references it");
-    const consumer = kcp.ws(PATHS.consumer1);
-    await apply(consumer, [
-      { apiVersion: "network.test.io/v1", kind: "VPC", metadata: { name: "my-vpc" }, spec: { cidr: "10.0.0.0/16" } },
-      {
-        apiVersion: "compute.test.io/v1",
-        kind: "VirtualMachine",
-        metadata: { name: "my-vm" },
-        spec: { cpu: 2, vpcRef: { name: "my-vpc" } },
-      },
-    ]);
-    kubectl(kubeconfig, ["--context=consumer1", "get", "vpcs,virtualmachines"]);
-    // Protection is active once a server-side dry run of the delete is refused (dry runs change nothing).
-    await waitFor(
-      "protection to become active",
-      async () => {
-        try {
-          await consumer.request("DELETE", "/apis/network.test.io/v1/namespaces/default/vpcs/my-vpc", {
-            query: { dryRun: "All" },
-          });
-          return undefined;
-        } catch (err) {
-          return (err instanceof ApiError && err.status === 409) || undefined;
-        }
-      },
-      { timeoutMs: 60_000 },
-    );
-
-    step(6, "Deleting the VPC while the VM still uses it is refused");
-    if (kubectl(kubeconfig, ["--context=consumer1", "delete", "vpc", "my-vpc"])) {
-      throw new Error("the VPC delete was allowed, but the VM still references it");
-    }
-
-    step(7, "Delete the VM, then the VPC");
-    kubectl(kubeconfig, ["--context=consumer1", "delete", "virtualmachine", "my-vm"]);
-    if (!kubectl(kubeconfig, ["--context=consumer1", "delete", "vpc", "my-vpc"])) {
-      throw new Error("the VPC delete was refused after its VM was deleted");
-    }
-
-    console.log(
-      `\n${bold("Done: the delete was blocked while the VM referenced the VPC, and allowed once it was gone.")}`,
-    );
-    if (values.exit) return;
-
-    // Flush left, so the block (heredoc included) can be pasted into a shell as it is.
-    console.log(`
+/** What to try next by hand, with kubectl and the plugin, while everything keeps running. */
+function printHints(kubeconfig: string, bins: Binaries): void {
+  // Flush left, so the block (heredoc included) can be pasted into a shell as it is.
+  console.log(`
 Everything is still running. Try more with kubectl:
 
 export KUBECONFIG=${kubeconfig}
@@ -196,12 +150,38 @@ kubectl --context=consumer2 delete vpc other-vpc     # allowed: break-glass anno
 Logs: ${bins.controller?.proc.logFile}
       ${bins.webhook?.proc.logFile}
 Press Ctrl-C to stop and clean up.`);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { exit: { type: "boolean", default: false }, help: { type: "boolean", default: false } },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+
+  step(1, "Starting kcp v0.30.0 on loopback (about 25 s)");
+  const kcp = await startKcp({ tokens: TOKENS });
+  const bins = new Binaries(kcp);
+  try {
+    info(`kcp is ready at ${kcp.baseUrl} (root directory ${kcp.rootDir})`);
+    const topo = await setUp(kcp, bins);
+    const kubeconfig = writeDemoKubeconfig(kcp);
+    await walkthrough(kcp, topo);
+    console.log(
+      `\n${bold("Done: the delete was blocked while the VM referenced the VPC, and allowed once it was gone.")}`,
+    );
+    if (values.exit) return;
+    printHints(kubeconfig, bins);
     await new Promise<void>((resolve) => {
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);
     });
   } finally {
-    await cleanup();
+    console.log("\nStopping the controller, the webhook and kcp, and removing the demo directory...");
+    await bins.stop();
+    await kcp.stop();
   }
 }
 
