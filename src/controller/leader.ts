@@ -2,9 +2,9 @@
 // a lease is free when its holder has not renewed it for leaseDuration as observed on OUR clock (no clock-skew
 // trust), writes use resourceVersion so two candidates cannot both win, and a leader that cannot renew within
 // renewDeadline (< leaseDuration) stops acting before anyone else may take over.
-import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { isApiError, type RestClient } from "../kcp/rest.ts";
+import { realClock, type Clock } from "../util/clock.ts";
 
 export interface Lease {
   apiVersion?: string;
@@ -46,8 +46,8 @@ export interface LeaderElectorOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
-  now?: () => number;
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Times the lease by our own clock and waits between attempts (default the real clock). */
+  clock?: Clock;
 }
 
 /** The API server's MicroTime wants exactly six fractional digits. */
@@ -56,26 +56,25 @@ export function microTime(ms: number): string {
 }
 
 export class LeaderElector {
-  private readonly o: Required<LeaderElectorOptions>;
+  private readonly options: Required<LeaderElectorOptions>;
   private leading = false;
   private lastRenew = -Infinity;
   private observed: { key: string; at: number } | undefined;
   private lease: Lease | undefined;
 
   constructor(opts: LeaderElectorOptions) {
-    this.o = {
+    this.options = {
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
-      now: Date.now,
-      sleep: (ms, signal) => delay(ms, undefined, { signal }).catch(() => undefined),
+      clock: realClock,
       ...opts,
     };
   }
 
   /** True only while the lease is ours and was renewed within renewDeadline: checked before every write. */
   isLeader(): boolean {
-    return this.leading && this.o.now() - this.lastRenew < this.o.renewDeadlineMs;
+    return this.leading && this.options.clock.now() - this.lastRenew < this.options.renewDeadlineMs;
   }
 
   /** Campaigns, leads and campaigns again after losing the lease, until `signal` aborts; then releases the lease. */
@@ -84,12 +83,13 @@ export class LeaderElector {
       const ok = await this.tryAcquireOrRenew();
       if (ok && !this.leading) {
         this.leading = true;
-        this.o.logger.info({ lease: this.leaseName(), identity: this.o.identity }, "became leader");
-        this.o.onStartedLeading();
+        this.options.logger.info({ lease: this.leaseName(), identity: this.options.identity }, "became leader");
+        this.options.onStartedLeading();
       } else if (!ok && this.leading && !this.isLeader()) {
         this.stopLeading("could not renew the lease within the renew deadline");
       }
-      await this.o.sleep(this.o.retryPeriodMs, signal);
+      // Aborting ends the wait early; the loop condition then says stop.
+      await this.options.clock.sleep(this.options.retryPeriodMs, signal).catch(() => undefined);
     }
     if (this.leading) {
       this.stopLeading("shutting down");
@@ -98,31 +98,31 @@ export class LeaderElector {
   }
 
   private leaseName(): string {
-    return `${this.o.namespace}/${this.o.name}`;
+    return `${this.options.namespace}/${this.options.name}`;
   }
 
   private stopLeading(why: string): void {
     this.leading = false;
-    this.o.logger.warn({ lease: this.leaseName(), reason: why }, "stopped leading");
-    this.o.onStoppedLeading();
+    this.options.logger.warn({ lease: this.leaseName(), reason: why }, "stopped leading");
+    this.options.onStoppedLeading();
   }
 
   private async tryAcquireOrRenew(): Promise<boolean> {
-    const now = this.o.now();
+    const now = this.options.clock.now();
     const spec = {
-      holderIdentity: this.o.identity,
-      leaseDurationSeconds: Math.ceil(this.o.leaseDurationMs / 1000),
+      holderIdentity: this.options.identity,
+      leaseDurationSeconds: Math.ceil(this.options.leaseDurationMs / 1000),
       acquireTime: microTime(now),
       renewTime: microTime(now),
       leaseTransitions: 0,
     };
     try {
-      const current = await this.o.store.get();
+      const current = await this.options.store.get();
       if (!current) {
-        this.lease = await this.o.store.create({
+        this.lease = await this.options.store.create({
           apiVersion: "coordination.k8s.io/v1",
           kind: "Lease",
-          metadata: { name: this.o.name, namespace: this.o.namespace },
+          metadata: { name: this.options.name, namespace: this.options.namespace },
           spec,
         });
         this.lastRenew = now;
@@ -134,9 +134,9 @@ export class LeaderElector {
       const key = `${holder}|${cur.renewTime ?? ""}`;
       if (this.observed?.key !== key) this.observed = { key, at: now };
       const durationMs = (cur.leaseDurationSeconds ?? 0) * 1000;
-      const mine = holder === this.o.identity;
+      const mine = holder === this.options.identity;
       if (!mine && holder !== "" && now < this.observed.at + durationMs) return false;
-      this.lease = await this.o.store.update({
+      this.lease = await this.options.store.update({
         ...current,
         spec: {
           ...spec,
@@ -148,7 +148,7 @@ export class LeaderElector {
       return true;
     } catch (err) {
       if (!isApiError(err, 409))
-        this.o.logger.warn({ err: String(err), lease: this.leaseName() }, "lease request failed");
+        this.options.logger.warn({ err: String(err), lease: this.leaseName() }, "lease request failed");
       return false;
     }
   }
@@ -156,15 +156,15 @@ export class LeaderElector {
   /** Gives the lease up so a standby replica takes over at once instead of after leaseDuration. */
   private async release(): Promise<void> {
     if (!this.lease) return;
-    const now = microTime(this.o.now());
+    const now = microTime(this.options.clock.now());
     try {
-      await this.o.store.update({
+      await this.options.store.update({
         ...this.lease,
         spec: { ...this.lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
       });
-      this.o.logger.info({ lease: this.leaseName() }, "released the lease");
+      this.options.logger.info({ lease: this.leaseName() }, "released the lease");
     } catch (err) {
-      this.o.logger.warn({ err: String(err), lease: this.leaseName() }, "could not release the lease");
+      this.options.logger.warn({ err: String(err), lease: this.leaseName() }, "could not release the lease");
     }
   }
 }

@@ -9,6 +9,7 @@ import { CLUSTER_ANNOTATION, type LogicalClusterName, type WorkspacePath } from 
 import { DEPENDENCY_RULES_PATH, parseLogicalClusterName } from "../api/wire.ts";
 import { fetchExportFacts } from "../kcp/exports.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
+import { realClock, type Clock } from "../util/clock.ts";
 import type { PassResult } from "../util/workloop.ts";
 import { isOurs, type ExistingConfiguration } from "./actions.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
@@ -42,18 +43,19 @@ export interface ReconcilerDeps {
   exportName: string;
   logger: Logger;
   metrics: ControllerMetrics;
-  now?: () => Date;
+  /** Stamps condition transitions (default the real clock). */
+  clock?: Clock;
 }
 
 const clusterOf = (o: { metadata: { annotations?: Record<string, string> } }): LogicalClusterName | undefined =>
   parseLogicalClusterName(o.metadata.annotations?.[CLUSTER_ANNOTATION]);
 
 export class Reconciler {
-  private readonly d: ReconcilerDeps;
+  private readonly deps: ReconcilerDeps;
   private readonly writer: Writer;
 
   constructor(deps: ReconcilerDeps) {
-    this.d = deps;
+    this.deps = deps;
     this.writer = new Writer({
       clientFor: deps.clientFor,
       endpoints: () => deps.rules.endpoints(),
@@ -65,10 +67,10 @@ export class Reconciler {
   }
 
   async reconcile(): Promise<PassResult> {
-    const { metrics, logger } = this.d;
+    const { metrics, logger } = this.deps;
     const end = metrics.passDuration.startTimer();
     try {
-      if (!this.d.rules.hasSynced() || !this.d.configurations.hasSynced()) {
+      if (!this.deps.rules.hasSynced() || !this.deps.configurations.hasSynced()) {
         // Acting on half a list would delete configurations of rules not listed yet.
         metrics.reconciles.inc({ result: "incomplete" });
         return { requeueAfterMs: 1_000 };
@@ -88,15 +90,15 @@ export class Reconciler {
 
   private async observe(): Promise<Observation> {
     const rules: ObservedRule[] = [];
-    for (const { endpoint, object } of this.d.rules.listWithEndpoints()) {
+    for (const { endpoint, object } of this.deps.rules.listWithEndpoints()) {
       const parsed = parseRule(object);
       if (parsed) rules.push({ parsed, object, endpoint });
       const cluster = clusterOf(object);
       if (cluster) this.writer.learn(cluster, endpoint);
     }
-    this.d.metrics.rules.set(rules.length);
+    this.deps.metrics.rules.set(rules.length);
     const existing: ExistingConfiguration[] = [];
-    for (const { endpoint, object } of this.d.configurations.listWithEndpoints()) {
+    for (const { endpoint, object } of this.deps.configurations.listWithEndpoints()) {
       const cluster = clusterOf(object);
       if (!cluster || !isOurs(object)) continue;
       existing.push({ cluster, object });
@@ -106,13 +108,13 @@ export class Reconciler {
     const resolutions = await this.resolveAll(parsed);
     const references = await checkReferences(parsed, resolutions, (cluster, exportName, resources) =>
       fetchExportFacts(
-        (endpoint, c, path) => this.d.clientFor(endpoint, c).request("GET", path),
+        (endpoint, c, path) => this.deps.clientFor(endpoint, c).request("GET", path),
         this.writer.candidates(cluster),
         this.writer.knows(cluster),
         { cluster, exportName, resources },
       ),
     );
-    const caBundle = this.d.caBundle();
+    const caBundle = this.deps.caBundle();
     const indexReport = await this.indexReport();
     return {
       rules,
@@ -127,9 +129,9 @@ export class Reconciler {
   /** A report that cannot be read is left out (the condition then says nothing) and logged; it never fails a pass. */
   private async indexReport(): Promise<IndexReport | undefined> {
     try {
-      return await this.d.readIndexReport?.();
+      return await this.deps.readIndexReport?.();
     } catch (err) {
-      this.d.logger.warn(
+      this.deps.logger.warn(
         { err: String(err), hint: "grant the controller get on the configmap in deploy/rbac/dep-ctrl-workspace.yaml" },
         "cannot read the webhook's dependents index report",
       );
@@ -138,26 +140,26 @@ export class Reconciler {
   }
 
   private async pass(obs: Observation): Promise<PassResult> {
-    const plan = planWrites(obs, this.d.webhookBaseUrl);
+    const plan = planWrites(obs, this.deps.webhookBaseUrl);
     const installs = new Map<LogicalClusterName, InstallResult>();
     for (const cluster of plan.desired.keys()) installs.set(cluster, { ok: true });
     let stale = false;
     for (const action of plan.actions) {
-      if (!this.d.mayWrite()) return { requeueAfterMs: 1_000 };
+      if (!this.deps.mayWrite()) return { requeueAfterMs: 1_000 };
       const outcome = await this.writer.apply(action, plan.pathsOf.get(action.cluster) ?? []);
       if (outcome.kind === "conflict") stale = true;
       else if (outcome.kind === "failed" && action.kind !== "delete")
         installs.set(action.cluster, { ok: false, error: outcome.message });
     }
-    this.d.metrics.webhookConfigurations.set([...installs.values()].filter((r) => r.ok).length);
-    if (this.d.ruleWebhook && this.d.mayWrite()) await this.syncRuleWebhook(this.d.ruleWebhook, obs.caBundle);
+    this.deps.metrics.webhookConfigurations.set([...installs.values()].filter((r) => r.ok).length);
+    if (this.deps.ruleWebhook && this.deps.mayWrite()) await this.syncRuleWebhook(this.deps.ruleWebhook, obs.caBundle);
     // A conflict means our view was stale; the next pass (soon, from the watch event) writes status from fresh data.
     if (stale) return { requeueAfterMs: 1_000 };
 
-    const now = (this.d.now?.() ?? new Date()).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const now = new Date((this.deps.clock ?? realClock).now()).toISOString().replace(/\.\d{3}Z$/, "Z");
     let statusErrors = 0;
     for (const { rule, status } of planStatuses(obs, installs, now)) {
-      if (!this.d.mayWrite()) return { requeueAfterMs: 1_000 };
+      if (!this.deps.mayWrite()) return { requeueAfterMs: 1_000 };
       if ((await this.writer.writeStatus(rule, status, DEPENDENCY_RULES_PATH)).kind === "failed") statusErrors++;
     }
     if (statusErrors > 0) throw new Error(`writing status of ${statusErrors} rule(s) failed`);
@@ -168,14 +170,14 @@ export class Reconciler {
 
   private async resolveAll(rules: readonly ParsedRule[]): Promise<Map<string, Resolution>> {
     const paths = referencedPaths(rules);
-    const results = await Promise.all(paths.map((p) => this.d.resolver.resolve(p)));
+    const results = await Promise.all(paths.map((p) => this.deps.resolver.resolve(p)));
     const map = new Map<string, Resolution>();
     paths.forEach((p, i) => {
       const r = results[i]!;
       map.set(p, r);
       if (!r.ok || r.stale) {
-        this.d.metrics.errors.inc({ reason: "resolve_workspace" });
-        this.d.logger.warn(
+        this.deps.metrics.errors.inc({ reason: "resolve_workspace" });
+        this.deps.logger.warn(
           { workspace: p, reason: r.ok ? r.stale : r.reason, transient: r.ok || r.transient === true },
           r.ok ? "workspace path not resolved; keeping its last logical cluster" : "workspace path not resolved",
         );
@@ -186,15 +188,15 @@ export class Reconciler {
 
   /** The rule admission webhook's configuration; a failure is logged and counted, it never fails the pass. */
   private async syncRuleWebhook(client: WorkspaceRequests, caBundle: string | undefined): Promise<void> {
-    const outcome = await syncRuleWebhook(client, ruleWebhookConfiguration(this.d.webhookBaseUrl, caBundle));
+    const outcome = await syncRuleWebhook(client, ruleWebhookConfiguration(this.deps.webhookBaseUrl, caBundle));
     if (outcome === "unchanged") return;
     if (outcome === "created" || outcome === "updated") {
-      this.d.metrics.writes.inc({ action: outcome === "created" ? "create" : "update" });
-      this.d.logger.info(`${outcome} the rule admission webhook configuration in the dep-ctrl workspace`);
+      this.deps.metrics.writes.inc({ action: outcome === "created" ? "create" : "update" });
+      this.deps.logger.info(`${outcome} the rule admission webhook configuration in the dep-ctrl workspace`);
       return;
     }
-    this.d.metrics.errors.inc({ reason: "rule_webhook" });
-    this.d.logger.warn(
+    this.deps.metrics.errors.inc({ reason: "rule_webhook" });
+    this.deps.logger.warn(
       outcome === "foreign"
         ? { problem: "a configuration with its name but without our label exists" }
         : {

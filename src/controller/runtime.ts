@@ -16,7 +16,7 @@ import { isApiError } from "../kcp/rest.ts";
 import { checkEndpointSlice, ExportWatch, NoEndpointSliceError } from "../kcp/virtualworkspace.ts";
 import { WorkspaceResolver } from "../kcp/workspaces.ts";
 import { startHealthServer } from "../observability/health.ts";
-import type { Clock } from "../util/clock.ts";
+import { realClock, type Clock } from "../util/clock.ts";
 import { WorkLoop } from "../util/workloop.ts";
 import { CaBundleFile } from "./ca-bundle.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
@@ -61,7 +61,7 @@ async function checkExport(conn: ReturnType<typeof loadKcpConnection>, exportNam
 export async function startController(
   config: ControllerConfig,
   logger: Logger,
-  clock?: Clock,
+  clock: Clock = realClock,
 ): Promise<RunningController> {
   const conn = loadKcpConnection({ kubeconfig: config.kubeconfig, requireWorkspace: true });
   const registry = new Registry();
@@ -73,7 +73,7 @@ export async function startController(
     pass: () => reconciler.reconcile(),
     logger,
     resyncMs: config.resyncMs,
-    ...(clock ? { clock } : {}),
+    clock,
   });
   const watched = sources(conn, config, logger, () => loop.enqueue());
   const { rules, configurations, sameEndpoints } = watched;
@@ -83,6 +83,7 @@ export async function startController(
     mayWrite: () => !elector || elector.isLeader(),
     logger,
     metrics,
+    clock,
   });
 
   const health = await startHealthServer(config.healthAddress, registry, {
@@ -95,7 +96,7 @@ export async function startController(
   );
   rules.start();
 
-  const election = elect(config, conn, logger, metrics, loop, (e) => (elector = e));
+  const election = elect(config, conn, { logger, metrics, clock }, loop, (e) => (elector = e));
   return {
     healthPort: health.port,
     async stop() {
@@ -128,7 +129,7 @@ function reconcilerOf(
   config: ControllerConfig,
   conn: ReturnType<typeof loadKcpConnection>,
   { rules, configurations, sameEndpoints }: ReturnType<typeof sources>,
-  deps: Pick<ReconcilerDeps, "caBundle" | "mayWrite" | "logger" | "metrics">,
+  deps: Pick<ReconcilerDeps, "caBundle" | "mayWrite" | "logger" | "metrics"> & { clock: Clock },
 ): Reconciler {
   return new Reconciler({
     rules,
@@ -136,7 +137,7 @@ function reconcilerOf(
       listWithEndpoints: () => configurations.listWithEndpoints(),
       hasSynced: () => sameEndpoints() && configurations.hasSynced(),
     },
-    resolver: new WorkspaceResolver({ base: conn.base }),
+    resolver: new WorkspaceResolver({ base: conn.base, clock: deps.clock }),
     clientFor: (endpoint, cluster: LogicalClusterName) => rules.clientFor(endpoint, cluster),
     webhookBaseUrl: config.webhookUrl,
     ...(config.validateRules ? { ruleWebhook: conn.workspaceClient } : {}),
@@ -155,8 +156,7 @@ async function readIndexReport(client: RestClient): Promise<IndexReport | undefi
 function elect(
   config: ControllerConfig,
   conn: ReturnType<typeof loadKcpConnection>,
-  logger: Logger,
-  metrics: ReturnType<typeof createMetrics>,
+  { logger, metrics, clock }: { logger: Logger; metrics: ReturnType<typeof createMetrics>; clock: Clock },
   loop: WorkLoop,
   onElector: (elector: LeaderElector) => void,
 ): { stop(): Promise<void> } {
@@ -172,6 +172,7 @@ function elect(
     namespace: config.leaseNamespace,
     identity: `${os.hostname()}_${randomBytes(4).toString("hex")}`,
     logger,
+    clock,
     onStartedLeading: () => {
       metrics.leader.set(1);
       loop.start();

@@ -47,12 +47,12 @@ function describeWriteError(err: unknown, exportName: string): string {
 }
 
 export class Writer {
-  private readonly d: WriterDeps;
+  private readonly deps: WriterDeps;
   /** logical cluster → virtual workspace endpoint known to serve it. */
   private readonly endpointOf = new Map<LogicalClusterName, string>();
 
   constructor(deps: WriterDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   /** Records that `endpoint` served an object of `cluster` (from a listing); a write there confirms it too. */
@@ -66,7 +66,7 @@ export class Writer {
 
   /** Endpoints to try for a cluster: the one known to serve it first, then the others. */
   candidates(cluster: LogicalClusterName): string[] {
-    const all = [...this.d.endpoints()].sort();
+    const all = [...this.deps.endpoints()].sort();
     const known = this.endpointOf.get(cluster);
     return known && all.includes(known) ? [known, ...all.filter((e) => e !== known)] : all;
   }
@@ -78,12 +78,12 @@ export class Writer {
       return { kind: "failed", message: "no virtual workspace endpoint for the dep-ctrl export" };
     let lastError: unknown;
     for (const endpoint of endpoints) {
-      const client = this.d.clientFor(endpoint, action.cluster);
+      const client = this.deps.clientFor(endpoint, action.cluster);
       try {
         await send(client, action);
         this.endpointOf.set(action.cluster, endpoint);
-        this.d.metrics.writes.inc({ action: action.kind });
-        this.d.logger.info(
+        this.deps.metrics.writes.inc({ action: action.kind });
+        this.deps.logger.info(
           { ...log, reason: action.reason },
           `${action.kind}d ValidatingWebhookConfiguration ${VWC_NAME}`,
         );
@@ -94,17 +94,20 @@ export class Writer {
         if (isApiError(err, 409)) return this.onConflict(action, client, log);
         // 403/404 may just mean this shard's endpoint does not serve the cluster: try the next one.
         if (!(isApiError(err, 403) || isApiError(err, 404))) break;
-        this.d.logger.debug(
+        this.deps.logger.debug(
           { ...log, endpoint, status: err.status },
           "endpoint does not serve this workspace; trying the next",
         );
       }
     }
     this.endpointOf.delete(action.cluster);
-    this.d.onWriteFailed(action.cluster);
-    this.d.metrics.errors.inc({ reason: "write_webhook_configuration" });
-    this.d.logger.warn({ ...log, err: String(lastError) }, `could not ${action.kind} ValidatingWebhookConfiguration`);
-    return { kind: "failed", message: describeWriteError(lastError, this.d.exportName) };
+    this.deps.onWriteFailed(action.cluster);
+    this.deps.metrics.errors.inc({ reason: "write_webhook_configuration" });
+    this.deps.logger.warn(
+      { ...log, err: String(lastError) },
+      `could not ${action.kind} ValidatingWebhookConfiguration`,
+    );
+    return { kind: "failed", message: describeWriteError(lastError, this.deps.exportName) };
   }
 
   /** 409: either our cache is stale (retry) or a configuration we do not own has our name (tell the user). */
@@ -114,8 +117,8 @@ export class Writer {
       .request<ValidatingWebhookConfiguration>("GET", `${WEBHOOK_CONFIGURATIONS_PATH}/${action.object.metadata.name}`)
       .catch(() => undefined);
     if (!found || isOurs(found)) return CONFLICT;
-    this.d.metrics.errors.inc({ reason: "write_webhook_configuration" });
-    this.d.logger.warn(
+    this.deps.metrics.errors.inc({ reason: "write_webhook_configuration" });
+    this.deps.logger.warn(
       log,
       "a ValidatingWebhookConfiguration with our name but without our label exists; not touching it",
     );
@@ -130,15 +133,15 @@ export class Writer {
   /** Writes one rule's status; a 404 or 409 (gone or changed since listed) is fine: the watch brings a new pass. */
   async writeStatus(rule: ObservedRule, status: RuleStatus, rulesPath: string): Promise<WriteOutcome> {
     const { cluster, name } = rule.parsed.key;
-    const client = this.d.clientFor(rule.endpoint, cluster);
+    const client = this.deps.clientFor(rule.endpoint, cluster);
     try {
       await client.request("PUT", `${rulesPath}/${name}/status`, { body: { ...rule.object, status } });
-      this.d.metrics.statusWrites.inc();
+      this.deps.metrics.statusWrites.inc();
       return OK;
     } catch (err) {
       if (isApiError(err, 404) || isApiError(err, 409)) return CONFLICT;
-      this.d.metrics.errors.inc({ reason: "write_status" });
-      this.d.logger.warn({ rule: `${cluster}/${name}`, err: String(err) }, "could not write rule status");
+      this.deps.metrics.errors.inc({ reason: "write_status" });
+      this.deps.logger.warn({ rule: `${cluster}/${name}`, err: String(err) }, "could not write rule status");
       return { kind: "failed", message: String(err) };
     }
   }

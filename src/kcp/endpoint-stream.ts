@@ -1,9 +1,9 @@
 // One endpoint's list+watch for the Informer: a relist into a fresh store, then watches resumed from the last
 // resourceVersion under a watchdog, with capped backoff after failures. Also the types both share.
-import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { CLUSTER_ANNOTATION, type ObjectMeta } from "../api/types.ts";
 import { isApiError, type RestClient, type WatchEvent } from "./rest.ts";
+import { realClock, type Clock, type Timer } from "../util/clock.ts";
 
 export interface KubeObject {
   metadata: ObjectMeta;
@@ -58,22 +58,11 @@ export interface InformerOptions<T = unknown, R = T> {
    * without a FIN (a dropped NAT entry, a dead peer) and the rule set would freeze while it still counts as synced.
    */
   watchdogMarginSeconds?: number;
-  /** Timers for the watchdog; tests pass a fake clock. */
-  timers?: Timers;
+  /** Times the watchdog and the backoff between failed attempts (default the real clock). */
+  clock?: Clock;
   /** Called when the watchdog restarts a watch, e.g. to count it. */
   onWatchStalled?: (endpoint: string) => void;
 }
-
-/** The two timer functions the watchdog needs, so a test can drive it with a fake clock. */
-export interface Timers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-const realTimers: Timers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
 
 const DEFAULT_WATCH_TIMEOUT_SECONDS = 300;
 const DEFAULT_WATCHDOG_MARGIN_SECONDS = 30;
@@ -100,9 +89,11 @@ export class EndpointStream<T extends KubeObject, R> {
   private readonly newStore: () => EndpointStore<T, R>;
   private readonly log: Logger;
   private readonly url: string;
+  private readonly clock: Clock;
 
   constructor(url: string, opts: InformerOptions<T, R>) {
     this.url = url;
+    this.clock = opts.clock ?? realClock;
     this.client = opts.client.withBase(url);
     this.opts = opts;
     this.newStore = opts.newStore ?? (() => new MapStore<T>() as unknown as EndpointStore<T, R>);
@@ -133,7 +124,7 @@ export class EndpointStream<T extends KubeObject, R> {
         this.lastError = err instanceof Error ? err.message : String(err);
         const backoff = Math.min(10_000, 250 * 2 ** Math.min(failures, 6));
         this.log.warn({ err: String(err), backoffMs: backoff }, "list/watch failed; retrying");
-        await delay(backoff, undefined, { signal: this.abort.signal }).catch(() => undefined);
+        await this.clock.sleep(backoff, this.abort.signal).catch(() => undefined); // stopped while waiting
       }
     }
   }
@@ -170,24 +161,23 @@ export class EndpointStream<T extends KubeObject, R> {
     let rv = resourceVersion;
     const timeoutSeconds = this.opts.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS;
     const deadlineMs = (timeoutSeconds + (this.opts.watchdogMarginSeconds ?? DEFAULT_WATCHDOG_MARGIN_SECONDS)) * 1000;
-    const timers = this.opts.timers ?? realTimers;
     for (;;) {
       let expired = false;
       const watch = new AbortController();
       const onStop = (): void => watch.abort();
       this.abort.signal.addEventListener("abort", onStop, { once: true });
       let stalled = false;
-      let timer: unknown;
+      let timer: Timer | undefined;
       const arm = (): void => {
-        if (timer !== undefined) timers.clearTimeout(timer);
-        timer = timers.setTimeout(() => {
+        timer?.cancel();
+        timer = this.clock.after(deadlineMs, () => {
           stalled = true;
           // Failing until the new watch answers: the shard may be unreachable (e.g. stopped, partitioned).
           this.lastError = `watch silent for ${deadlineMs / 1000} s, past its timeout`;
           this.log.warn({ resourceVersion: rv, silentForMs: deadlineMs }, "watch silent past its timeout; restarting");
           this.opts.onWatchStalled?.(this.url);
           watch.abort();
-        }, deadlineMs);
+        });
       };
       arm();
       try {
@@ -211,7 +201,7 @@ export class EndpointStream<T extends KubeObject, R> {
         // A watch dropped by the watchdog before its answer came: reopen it.
         if (!(stalled && !this.abort.signal.aborted)) throw err;
       } finally {
-        timers.clearTimeout(timer);
+        timer?.cancel();
         this.abort.signal.removeEventListener("abort", onStop);
       }
       if (!stalled) this.lastError = undefined; // ended by the server as usual

@@ -1,9 +1,10 @@
 // Retrying what kcp answers with 429 Too Many Requests (priority and fairness, max-in-flight, a shard that does not
 // serve a freshly bound resource yet): wait as long as Retry-After says, capped, and never past the caller's signal.
 // kcp refuses a 429 before doing anything, so every method may be sent again.
-import { setTimeout as delay } from "node:timers/promises";
+import { realClock, type Clock } from "../util/clock.ts";
 
-export interface RetryPolicy {
+/** The limits, and the Clock's `sleep` and `now` (for an HTTP-date Retry-After and the total budget). */
+export interface RetryPolicy extends Pick<Clock, "now" | "sleep"> {
   /** Attempts after the first (default 5); 0 turns retrying off. */
   maxRetries: number;
   /** Longest single wait, whatever Retry-After asks for (default 5 s). */
@@ -12,10 +13,11 @@ export interface RetryPolicy {
   defaultDelayMs: number;
   /** No retry starts later than this after the first attempt (default 10 s); the caller's signal may cut it shorter. */
   maxTotalMs: number;
-  /** Resolves after `ms`; rejects when `signal` aborts first. */
-  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
-  /** Wall clock in milliseconds: for an HTTP-date Retry-After and the total budget. */
-  now: () => number;
+}
+
+/** A clock's `now` and `sleep` as a policy's, bound to it (a class's methods lose `this` when taken off). */
+export function retryClock(clock: Clock): Pick<RetryPolicy, "now" | "sleep"> {
+  return { now: () => clock.now(), sleep: (ms, signal) => clock.sleep(ms, signal) };
 }
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
@@ -23,8 +25,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxDelayMs: 5_000,
   defaultDelayMs: 1_000,
   maxTotalMs: 10_000,
-  sleep: (ms, signal) => delay(ms, undefined, signal ? { signal } : {}),
-  now: () => Date.now(),
+  ...retryClock(realClock),
 };
 
 /** Milliseconds a Retry-After header asks for (delta-seconds or an HTTP date); undefined when absent or unreadable. */

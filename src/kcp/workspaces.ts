@@ -7,6 +7,7 @@
 // says nothing about the workspace, so the last good answer is kept and returned, marked `stale`.
 import type { LogicalClusterName, WorkspacePath } from "../api/types.ts";
 import { logicalClusterName, parseLogicalClusterName, workspacePath } from "../api/wire.ts";
+import { realClock, type Clock } from "../util/clock.ts";
 import { isApiError, type RestClient } from "./rest.ts";
 
 /** The root workspace has no Workspace object; its logical cluster is named like its path. */
@@ -31,7 +32,8 @@ export interface WorkspaceResolverOptions {
   base: RestClient;
   /** How long a resolved path is trusted before it is read again. */
   ttlMs?: number;
-  now?: () => number;
+  /** Ages the cache (default the real clock). */
+  clock?: Clock;
 }
 
 export class WorkspaceResolver {
@@ -40,12 +42,12 @@ export class WorkspaceResolver {
   private readonly lastGood = new Map<string, LogicalClusterName>();
   private readonly base: RestClient;
   private readonly ttlMs: number;
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(opts: WorkspaceResolverOptions) {
     this.base = opts.base;
     this.ttlMs = opts.ttlMs ?? 60_000;
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? realClock;
   }
 
   async resolve(path: WorkspacePath): Promise<Resolution> {
@@ -56,11 +58,11 @@ export class WorkspaceResolver {
         : { ok: false, reason: `workspace path ${path} does not start at root` };
     }
     const hit = this.cache.get(path);
-    if (hit && this.now() - hit.at < this.ttlMs) return { ok: true, cluster: hit.cluster };
+    if (hit && this.clock.now() - hit.at < this.ttlMs) return { ok: true, cluster: hit.cluster };
 
     const result = await this.read(path, segments);
     if (result.ok) {
-      this.cache.set(path, { cluster: result.cluster, at: this.now() });
+      this.cache.set(path, { cluster: result.cluster, at: this.clock.now() });
       this.lastGood.set(path, result.cluster);
       return result;
     }

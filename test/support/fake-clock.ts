@@ -4,9 +4,14 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Clock, Timer } from "../../src/util/clock.ts";
 
 export class FakeClock implements Clock {
-  private time = 0;
+  private time: number;
   private seq = 0;
   private readonly timers = new Map<number, { at: number; fn: () => void }>();
+
+  /** `start`: the time `now()` answers until the first advance (default 0). */
+  constructor(start = 0) {
+    this.time = start;
+  }
 
   now(): number {
     return this.time;
@@ -16,6 +21,23 @@ export class FakeClock implements Clock {
     const id = this.seq++;
     this.timers.set(id, { at: this.time + Math.max(0, ms), fn });
     return { cancel: () => this.timers.delete(id) };
+  }
+
+  /** Resolves when time has been advanced past `ms`; rejects as the real one does when `signal` aborts first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const aborted = (): Error => new DOMException("The operation was aborted", "AbortError");
+      if (signal?.aborted) return reject(aborted());
+      const onAbort = (): void => {
+        timer.cancel();
+        reject(aborted());
+      };
+      const timer = this.after(ms, () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
   }
 
   /** Lets the promise jobs started so far run (a few turns of the event loop). */

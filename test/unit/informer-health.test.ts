@@ -5,9 +5,10 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
-import { Informer, type KubeObject, type Timers } from "../../src/kcp/informer.ts";
+import { Informer, type KubeObject } from "../../src/kcp/informer.ts";
 import { RestClient } from "../../src/kcp/rest.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
+import { realClock, type Clock } from "../../src/util/clock.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 
 const state = { failLists: false, watches: [] as http.ServerResponse[] };
@@ -40,15 +41,17 @@ after(() => {
 function fakeTimers() {
   const pending = new Map<number, () => void>();
   let id = 0;
-  const timers: Timers = {
-    setTimeout: (fn) => {
-      pending.set(++id, fn);
-      return id;
+  const clock: Clock = {
+    now: () => 0,
+    sleep: (ms, signal) => realClock.sleep(ms, signal), // only the watchdog is faked; a backoff takes real time
+    after: (_ms, fn) => {
+      const key = ++id;
+      pending.set(key, fn);
+      return { cancel: () => void pending.delete(key) };
     },
-    clearTimeout: (h) => void pending.delete(h as number),
   };
   return {
-    timers,
+    clock,
     fireAll(): void {
       for (const [k, fn] of [...pending]) {
         pending.delete(k);
@@ -58,13 +61,13 @@ function fakeTimers() {
   };
 }
 
-function informer(timers?: Timers) {
+function informer(clock?: Clock) {
   return new Informer<KubeObject>({
     client,
     path: "/things",
     logger: silentLogger(),
     onChange: () => undefined,
-    ...(timers ? { timers } : {}),
+    ...(clock ? { clock } : {}),
   });
 }
 
@@ -90,7 +93,7 @@ test("a watch silent past its deadline fails the endpoint until the reopened wat
   state.failLists = false;
   state.watches = [];
   const clock = fakeTimers();
-  const inf = informer(clock.timers);
+  const inf = informer(clock.clock);
   inf.setEndpoints([base]);
   try {
     await waitFor("a watch", async () => state.watches.length > 0 || undefined);

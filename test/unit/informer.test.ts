@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
-import { Informer, objectKey, type KubeObject, type Timers } from "../../src/kcp/informer.ts";
+import { Informer, objectKey, type KubeObject } from "../../src/kcp/informer.ts";
+import { realClock, type Clock } from "../../src/util/clock.ts";
 import { RestClient } from "../../src/kcp/rest.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
@@ -128,16 +129,17 @@ function fakeTimers() {
   let now = 0;
   let nextId = 1;
   const pending = new Map<number, { at: number; ms: number; fn: () => void }>();
-  const timers: Timers = {
-    setTimeout: (fn, ms) => {
+  const clock: Clock = {
+    now: () => now,
+    sleep: (ms, signal) => realClock.sleep(ms, signal), // only the watchdog is faked; a backoff takes real time
+    after: (ms, fn) => {
       const id = nextId++;
       pending.set(id, { at: now + ms, ms, fn });
-      return id;
+      return { cancel: () => void pending.delete(id) };
     },
-    clearTimeout: (id) => void pending.delete(id as number),
   };
   return {
-    timers,
+    clock,
     armed: () => [...pending.values()].map((t) => t.ms),
     set: () => nextId - 1,
     advance(ms: number): void {
@@ -163,7 +165,7 @@ test("the watchdog restarts a watch silent past its timeout plus the margin, res
     onChange: () => undefined,
     watchTimeoutSeconds: 60,
     watchdogMarginSeconds: 10,
-    timers: clock.timers,
+    clock: clock.clock,
     onWatchStalled: (endpoint) => stalled.push(endpoint),
   });
   informer.setEndpoints([base]);

@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import { LeaderElector, type Lease, type LeaseStore, microTime } from "../../src/controller/leader.ts";
 import { ApiError } from "../../src/kcp/rest.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
+import type { Clock } from "../../src/util/clock.ts";
 
 class MemoryLease {
   lease: Lease | undefined;
@@ -36,18 +37,17 @@ class MemoryLease {
 }
 
 /** A clock that only moves when every candidate is asleep: each sleep advances it by its duration. */
-function fakeTime(): {
-  now: () => number;
-  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
-  t: { v: number };
-} {
+function fakeTime(): { clock: Clock; t: { v: number } } {
   const t = { v: 1_700_000_000_000 };
   return {
     t,
-    now: () => t.v,
-    sleep: async (ms, signal) => {
-      await new Promise((r) => setImmediate(r));
-      if (!signal.aborted) t.v += ms / 2; // two candidates sleep in turn
+    clock: {
+      now: () => t.v,
+      sleep: async (ms, signal) => {
+        await new Promise((r) => setImmediate(r));
+        if (!signal?.aborted) t.v += ms / 2; // two candidates sleep in turn
+      },
+      after: () => assert.fail("the elector sets no timers"),
     },
   };
 }
@@ -62,8 +62,7 @@ function candidate(store: MemoryLease, identity: string, time: ReturnType<typeof
     logger: silentLogger(),
     onStartedLeading: () => events.push("start"),
     onStoppedLeading: () => events.push("stop"),
-    now: time.now,
-    sleep: time.sleep,
+    clock: time.clock,
   });
   const ac = new AbortController();
   const done = elector.run(ac.signal);

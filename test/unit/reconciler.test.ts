@@ -19,6 +19,7 @@ import { APIEXPORTS_PATH, APIRESOURCESCHEMAS_PATH } from "../../src/kcp/exports.
 import { ApiError, type RequestOptions } from "../../src/kcp/rest.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 import { type DepSpec, ruleObject } from "./helpers-rules.ts";
 
 const A = "https://shard-a/services/apiexport/dep/dependencies.opendefense.cloud";
@@ -184,7 +185,7 @@ function setup(): Setup {
     exportName: "dependencies.opendefense.cloud",
     logger: silentLogger(),
     metrics: createMetrics(new Registry()),
-    now: () => new Date("2026-01-01T00:00:00.123Z"),
+    clock: new FakeClock(Date.parse("2026-01-01T00:00:00.123Z")),
   };
   return { kcp, reconciler: new Reconciler(deps), resolutions, invalidated, deps, state };
 }

@@ -7,6 +7,7 @@ import { readFileSync, watch, type FSWatcher } from "node:fs";
 import { dirname } from "node:path";
 import tls from "node:tls";
 import type { Logger } from "pino";
+import { realClock, type Clock, type Timer } from "../../util/clock.ts";
 
 export interface TlsFiles {
   certFile: string;
@@ -72,19 +73,23 @@ export interface CertificateReloaderOptions {
   onReload: (pair: KeyPair) => void;
   onResult?: (result: "success" | "error") => void;
   pollMs?: number;
+  /** Times the poll and the wait after a file event (default the real clock). */
+  clock?: Clock;
 }
 
 export class CertificateReloader {
   private readonly opts: CertificateReloaderOptions;
   private current: KeyPair;
   private watchers: FSWatcher[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private debounce: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private poll: Timer | undefined;
+  private debounce: Timer | undefined;
   private lastError = "";
 
   /** Loads the pair now; throws CertificateError when it is missing or unusable. */
   constructor(opts: CertificateReloaderOptions) {
     this.opts = opts;
+    this.clock = opts.clock ?? realClock;
     this.current = loadKeyPair(opts.files);
   }
 
@@ -104,15 +109,18 @@ export class CertificateReloader {
         this.opts.logger.warn({ dir, err: (err as Error).message }, "cannot watch certificate directory; polling only");
       }
     }
-    this.timer = setInterval(() => this.check(), this.opts.pollMs ?? 10_000);
-    this.timer.unref();
+    const pollMs = this.opts.pollMs ?? 10_000;
+    const tick = (): void => {
+      this.poll = this.clock.after(pollMs, tick);
+      this.check();
+    };
+    this.poll = this.clock.after(pollMs, tick);
   }
 
   private scheduleCheck(): void {
-    clearTimeout(this.debounce);
+    this.debounce?.cancel();
     // Writers put the cert and the key in two steps; wait for both before reading.
-    this.debounce = setTimeout(() => this.check(), 100);
-    this.debounce.unref();
+    this.debounce = this.clock.after(100, () => this.check());
   }
 
   /** Re-reads the files; applies and returns true when they changed and form a valid pair. */
@@ -142,7 +150,7 @@ export class CertificateReloader {
   stop(): void {
     for (const w of this.watchers) w.close();
     this.watchers = [];
-    clearInterval(this.timer);
-    clearTimeout(this.debounce);
+    this.poll?.cancel();
+    this.debounce?.cancel();
   }
 }
