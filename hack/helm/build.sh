@@ -21,21 +21,16 @@ if [[ -n "${HELM_BIN:-}" ]]; then
   exit 0
 fi
 
-command -v go >/dev/null || { log "Go is needed to build helm from its modules (go 1.24 or newer)"; exit 1; }
-
-cache_root="${KCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcp-dependency-controller}"
-sum_id="$(content_key "$here/go.sum" "$here/go.mod" "$here/build.sh" "$here/../lib/gobuild.sh")"
-out="$cache_root/helm-$HELM_VERSION-$sum_id/bin"
-
-if [[ -x "$out/helm" ]]; then
+require_go helm
+out="$(cache_dir helm "$HELM_VERSION" "$here")"
+if cache_hit "$out" helm; then
   log "reusing helm $HELM_VERSION in $out"
   echo "$out/helm"
   exit 0
 fi
 
-mkdir -p "$out.partial"
-log "building helm $HELM_VERSION from Go modules into $out"
-log "first build: ~20 s of module download and ~2 min of compile on 2 cores; later runs reuse the binary"
+cache_begin "$out" "helm $HELM_VERSION" \
+  "~20 s of module download and ~2 min of compile on 2 cores; later runs reuse the binary"
 
 # The checksum database is not reachable from every machine; go.sum in this folder is the source of truth.
 export GOFLAGS="-mod=readonly" GOSUMDB=off CGO_ENABLED=0
@@ -48,7 +43,6 @@ done
 
 go_build_with_progress "$here" "$ldflags" "$out.partial/helm" helm.sh/helm/v3/cmd/helm
 
-rm -rf "$out"
-mv "$out.partial" "$out"
+cache_commit "$out"
 log "built: $("$out/helm" version --short 2>&1 | head -1)"
 echo "$out/helm"

@@ -25,22 +25,16 @@ if [[ -n "${KCP_BIN_DIR:-}" ]]; then
   exit 0
 fi
 
-command -v go >/dev/null || { log "Go is needed to build kcp from its modules (go 1.24 or newer)"; exit 1; }
-
-cache_root="${KCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcp-dependency-controller}"
-sum_id="$(content_key "$here/go.sum" "$here/go.mod" "$here/build.sh" "$here/../lib/gobuild.sh")"
-out="$cache_root/kcp-$KCP_VERSION-$sum_id/bin"
-
-have_all() { for c in "${COMMANDS[@]}"; do [[ -x "$out/$c" ]] || return 1; done; }
-if have_all; then
+require_go kcp
+out="$(cache_dir kcp "$KCP_VERSION" "$here")"
+if cache_hit "$out" "${COMMANDS[@]}"; then
   log "reusing kcp $KCP_VERSION binaries in $out"
   echo "$out"
   exit 0
 fi
 
-mkdir -p "$out.partial"
-log "building kcp $KCP_VERSION from Go modules into $out"
-log "first build: ~30 s of module download and ~5 min of compile on 2 cores; later runs reuse the binaries"
+cache_begin "$out" "kcp $KCP_VERSION" \
+  "~30 s of module download and ~5 min of compile on 2 cores; later runs reuse the binaries"
 
 # The checksum database does not answer for these kcp versions; go.sum in this folder is the source of truth.
 export GOFLAGS="-mod=readonly" GONOSUMDB="github.com/kcp-dev" GOSUMDB=off CGO_ENABLED=0
@@ -55,7 +49,6 @@ pkgs=()
 for c in "${COMMANDS[@]}"; do pkgs+=("github.com/kcp-dev/kcp/cmd/$c"); done
 go_build_with_progress "$here" "$ldflags" "$out.partial/" "${pkgs[@]}"
 
-rm -rf "$out"
-mv "$out.partial" "$out"
+cache_commit "$out"
 log "built: $("$out/kcp" --version 2>&1 | head -1)"
 echo "$out"
