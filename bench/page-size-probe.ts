@@ -5,7 +5,6 @@ import { LiveDependentFinder } from "../src/webhook/deletion/live.ts";
 import { CpuMeter, type CpuPerOp } from "./cpu-meter.ts";
 import { listCounters, scrapeKcp, type ListCounters } from "./scrape.ts";
 import { type BenchEnv } from "./env.ts";
-import type { LatencyOptions } from "./latency.ts";
 import { LATENCY_NS } from "./latency-block.ts";
 import { summarize, type Summary } from "./stats.ts";
 
@@ -23,7 +22,10 @@ export interface PageSizeProbe {
  * identity at each page size, interleaved, for a VPC nothing references (every page is read); kcp's list counters
  * are scraped around each lookup. This is the A/B bench for the finder's page size.
  */
-export async function probePageSizes(env: BenchEnv, opts: LatencyOptions): Promise<PageSizeProbe[]> {
+export async function probePageSizes(
+  env: BenchEnv,
+  opts: { pageSizes: number[]; pageSizeLists: number },
+): Promise<PageSizeProbe[]> {
   const path = parseFieldPath(".spec.vpcRef.name");
   if (!path.ok) throw new Error(path.error);
   const lookup: Lookup = {
