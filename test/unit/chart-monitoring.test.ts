@@ -45,7 +45,9 @@ interface KObject {
 }
 
 function render(sets: string[]): KObject[] {
-  const r = spawnSync(helmBin, ["template", "rel", CHART, "--namespace", "mon", ...sets.flatMap((s) => ["--set", s])], {
+  // kcp's addresses: the chart renders nothing without them (the webhook's NetworkPolicy is on by default).
+  const all = ["webhook.networkPolicy.kcpCIDRs={10.20.0.0/16}", ...sets];
+  const r = spawnSync(helmBin, ["template", "rel", CHART, "--namespace", "mon", ...all.flatMap((s) => ["--set", s])], {
     encoding: "utf8",
     env: { ...process.env, HELM_CACHE_HOME: tmp },
   });

@@ -1,5 +1,6 @@
-// The Helm chart (deploy/chart): `helm lint`, and `helm template` in three configurations (default values; several
-// replicas with a cert-manager ClusterIssuer, a LoadBalancer and a NetworkPolicy; an existing TLS Secret). Every rendered object is validated offline
+// The Helm chart (deploy/chart): `helm lint`, and `helm template` in three configurations (default values with kcp's
+// addresses, the one value a release must give; several replicas with a cert-manager ClusterIssuer, a LoadBalancer
+// and a NetworkPolicy; an existing TLS Secret with the NetworkPolicy opted out). Every rendered object is validated offline
 // against the Kubernetes, cert-manager and prometheus-operator schemas (kubernetes-models), the objects are checked
 // to fit together (selectors, named ports, probe ports, Secrets, certificate names), the binaries' own flag parsers
 // accept the rendered arguments, and wrong values fail with the message that says what to change.
@@ -15,6 +16,7 @@ import * as core from "kubernetes-models/v1";
 import * as apps from "kubernetes-models/apps/v1";
 import * as networking from "kubernetes-models/networking.k8s.io/v1";
 import * as policy from "kubernetes-models/policy/v1";
+import * as scheduling from "kubernetes-models/scheduling.k8s.io/v1";
 import * as certManager from "@kubernetes-models/cert-manager/cert-manager.io/v1";
 import * as monitoring from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
 import type { IDeployment } from "kubernetes-models/apps/v1";
@@ -26,6 +28,7 @@ import type { IServiceMonitor } from "@kubernetes-models/prometheus-operator/mon
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { parseConfig } from "../../src/cmd/controller.ts";
 import { parseConfig as parseWebhookConfig } from "../../src/cmd/webhook.ts";
+import { DEFAULT_LIMITS, type TransportLimits } from "../../src/webhook/http/limits.ts";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CHART = path.join(REPO, "deploy/chart");
@@ -67,7 +70,7 @@ type ModelClass = new (data: KObject) => { validate(): void };
 
 /** Model classes by "apiVersion/kind"; an object of a kind not listed here fails (nothing slips by unvalidated). */
 const MODELS = new Map<string, ModelClass>();
-for (const mod of [core, apps, networking, policy, certManager, monitoring]) {
+for (const mod of [core, apps, networking, policy, scheduling, certManager, monitoring]) {
   for (const value of Object.values(mod as Record<string, unknown>)) {
     const cls = value as { apiVersion?: unknown; kind?: unknown };
     if (typeof value === "function" && typeof cls.apiVersion === "string" && typeof cls.kind === "string") {
@@ -142,12 +145,14 @@ interface Expect {
   serviceMonitor: boolean;
   /** The webhook's NetworkPolicy: where kcp may call from, and the namespace that may scrape; false: none. */
   networkPolicy: false | { cidrs: string[]; peers: number; metricsNamespace: string };
+  /** The transport's limits the webhook's flags carry. */
+  limits: TransportLimits;
 }
 
 const CONFIGS: { name: string; files: string[]; release: string; expect: Expect }[] = [
   {
-    name: "default values",
-    files: [],
+    name: "default values and kcp's addresses (ci/minimal-values.yaml)",
+    files: [path.join(CHART, "ci/minimal-values.yaml")],
     release: "kdc",
     expect: {
       fullname: "kdc-kcp-dependency-controller",
@@ -168,7 +173,8 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
       serviceType: "ClusterIP",
       metrics: true,
       serviceMonitor: false,
-      networkPolicy: false,
+      networkPolicy: { cidrs: ["10.20.0.0/16"], peers: 0, metricsNamespace: "" },
+      limits: DEFAULT_LIMITS,
     },
   },
   {
@@ -195,10 +201,18 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
       metrics: true,
       serviceMonitor: true,
       networkPolicy: { cidrs: ["10.20.0.0/16"], peers: 1, metricsNamespace: "monitoring" },
+      limits: {
+        maxConcurrentReviews: 32,
+        maxConcurrentRuleReviews: 4,
+        maxQueuedReviews: 128,
+        maxConnections: 512,
+        bodyTimeoutMs: 5_000,
+        minBodyBytesPerSecond: 65_536,
+      },
     },
   },
   {
-    name: "existing TLS Secret, NodePort, no metrics Services (ci/existing-secret-values.yaml)",
+    name: "existing TLS Secret, NodePort, no metrics Services, NetworkPolicy opted out (ci/existing-secret-values.yaml)",
     files: [path.join(CHART, "ci/existing-secret-values.yaml")],
     release: "deps",
     expect: {
@@ -221,6 +235,7 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
       metrics: false,
       serviceMonitor: false,
       networkPolicy: false,
+      limits: DEFAULT_LIMITS,
     },
   },
 ];
@@ -339,6 +354,7 @@ for (const config of CONFIGS) {
       const parsed = parseWebhookConfig(args, {});
       assert.notEqual(parsed, "help");
       if (parsed === "help") return;
+      assert.deepEqual(parsed.limits, e.limits, "the transport's limits from the chart's values");
       assert.deepEqual(secretFileSource(pod.spec, parsed.tls.certFile), { secretName: e.tlsSecret, key: "tls.crt" });
       assert.deepEqual(secretFileSource(pod.spec, parsed.tls.keyFile), { secretName: e.tlsSecret, key: "tls.key" });
       assert.deepEqual(secretFileSource(pod.spec, parsed.kubeconfig), {
@@ -490,9 +506,59 @@ for (const config of CONFIGS) {
   });
 }
 
+describe("helm chart: the webhook port is closed by default", () => {
+  const valuesFile = (name: string, text: string): string => {
+    const file = path.join(tmp, `${name}.yaml`);
+    writeFileSync(file, text);
+    return file;
+  };
+
+  it("refuses to render the default values: they do not say where kcp calls from", () => {
+    const r = helm(["template", "kdc", CHART]);
+    assert.notEqual(r.status, 0, "rendering must fail");
+    assert.match(r.stderr, /webhook\.networkPolicy: the webhook port is closed to everyone but kcp/);
+  });
+
+  it("renders the NetworkPolicy with kcp's addresses, and none only when explicitly opted out", () => {
+    const closed = render("kdc", "ns", [path.join(CHART, "ci/minimal-values.yaml")]);
+    const policy = one(closed, "NetworkPolicy", "kdc-kcp-dependency-controller-webhook");
+    assert.equal(policy.spec?.ingress?.length, 1, "the webhook port from kcp; the health port from nobody");
+    const open = render("kdc", "ns", [valuesFile("opt-out", "webhook:\n  networkPolicy:\n    enabled: false\n")]);
+    assert.deepEqual(all(open, "NetworkPolicy"), []);
+  });
+
+  it("creates a PriorityClass for the webhook pods when asked", () => {
+    const file = valuesFile(
+      "priority",
+      "webhook:\n  priorityClass:\n    create: true\n  networkPolicy:\n    kcpCIDRs: [10.0.0.0/8]\n",
+    );
+    const objects = render("kdc", "ns", [file]);
+    const pc = objects.find((o) => o.kind === "PriorityClass");
+    assert.ok(pc, "a PriorityClass is rendered");
+    assert.deepEqual(schemaErrors([pc]), []);
+    assert.equal(pc.value, 1_000_000);
+    const pod = one(objects, "Deployment", "kdc-kcp-dependency-controller-webhook").spec?.template.spec;
+    assert.equal(pod?.priorityClassName, pc.metadata.name);
+    assert.equal(
+      one(objects, "Deployment", "kdc-kcp-dependency-controller-controller").spec?.template.spec?.priorityClassName,
+      undefined,
+    );
+  });
+
+  it("requests the webhook memory the sizing rule in values.yaml gives, below the limit", () => {
+    const objects = render("kdc", "ns", [path.join(CHART, "ci/minimal-values.yaml")]);
+    const c = one(objects, "Deployment", "kdc-kcp-dependency-controller-webhook").spec?.template.spec?.containers[0];
+    const mib = (q: unknown): number => Number(/^(\d+)Mi$/.exec(String(q))?.[1]);
+    const request = mib(c?.resources?.requests?.["memory"]);
+    // 96 MiB with 100 rules, 2 KiB per dependent for 60,000 dependents, 32 MiB of reviews in flight.
+    assert.ok(request >= 96 + Math.ceil((60_000 * 2) / 1024) + 32, `request ${request} Mi follows the rule`);
+    assert.ok(mib(c?.resources?.limits?.["memory"]) >= 2 * request, "the limit leaves room for a re-list's peak");
+  });
+});
+
 describe("helm chart: the offline schema check", () => {
   it("rejects what a cluster would reject (a control for the checks above)", () => {
-    const objects = render("kdc", "ns", []);
+    const objects = render("kdc", "ns", [path.join(CHART, "ci/minimal-values.yaml")]);
     const broken = structuredClone(one(objects, "Deployment", "kdc-kcp-dependency-controller-webhook"));
     const port = must(broken.spec?.template.spec?.containers[0]?.ports?.[0], "a container port");
     (port as { containerPort: unknown }).containerPort = "https";
@@ -549,10 +615,20 @@ describe("helm chart: wrong values fail with a message that says what to change"
       message: /loadBalancerSourceRanges\/0.*does not match pattern/,
     },
     {
-      name: "a NetworkPolicy that would drop kcp's calls",
-      values: "webhook:\n  networkPolicy:\n    enabled: true\n    metricsNamespace: monitoring\n",
+      name: "no kcp addresses: the default NetworkPolicy would drop kcp's calls",
+      values: "logLevel: info\n",
       message:
-        /webhook\.networkPolicy\.enabled needs webhook\.networkPolicy\.kcpCIDRs or webhook\.networkPolicy\.kcpPeers/,
+        /needs to know where kcp calls from\. List webhook\.networkPolicy\.kcpCIDRs .* or webhook\.networkPolicy\.kcpPeers .*opt out explicitly with webhook\.networkPolicy\.enabled=false/,
+    },
+    {
+      name: "a NetworkPolicy with a metrics namespace but no kcp addresses",
+      values: "webhook:\n  networkPolicy:\n    enabled: true\n    metricsNamespace: monitoring\n",
+      message: /webhook\.networkPolicy: the webhook port is closed to everyone but kcp/,
+    },
+    {
+      name: "a created PriorityClass and a named one at once",
+      values: `webhook:\n  priorityClassName: high\n  priorityClass:\n    create: true\n  networkPolicy:\n    kcpCIDRs: [10.0.0.0/8]\n`,
+      message: /webhook\.priorityClass\.create and webhook\.priorityClassName \("high"\) are exclusive/,
     },
   ];
   for (const c of cases) {

@@ -166,14 +166,18 @@ Included once, from the webhook Deployment.
 {{- if and (eq .Values.webhook.service.type "LoadBalancer") (not .Values.webhook.service.loadBalancerSourceRanges) -}}
 {{- fail "webhook.service.type=LoadBalancer needs webhook.service.loadBalancerSourceRanges: without them every address on the internet reaches the webhook. List the CIDRs kcp calls from (e.g. its egress or node addresses)." -}}
 {{- end -}}
-{{- $np := .Values.webhook.networkPolicy -}}
-{{- if and $np.enabled (not $np.kcpCIDRs) (not $np.kcpPeers) -}}
-{{- fail "webhook.networkPolicy.enabled needs webhook.networkPolicy.kcpCIDRs or webhook.networkPolicy.kcpPeers: with neither, the policy would drop kcp's calls and every protected DELETE would be refused. List where kcp calls from, or set webhook.networkPolicy.enabled=false." -}}
+{{- if and (dig "priorityClass" "create" false .Values.webhook) .Values.webhook.priorityClassName -}}
+{{- fail (printf "webhook.priorityClass.create and webhook.priorityClassName (%q) are exclusive: create the chart's PriorityClass, or name an existing one." .Values.webhook.priorityClassName) -}}
 {{- end -}}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.service.enabled) -}}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.service.enabled=true: the ServiceMonitor scrapes the metrics Services." -}}
 {{- end -}}
 {{- if and .Values.webhook.podDisruptionBudget.enabled (lt (int .Values.webhook.replicas) (add 1 (int .Values.webhook.podDisruptionBudget.minAvailable) | int)) -}}
 {{- fail (printf "webhook.podDisruptionBudget.minAvailable=%d with webhook.replicas=%d would block every node drain: keep minAvailable below replicas." (int .Values.webhook.podDisruptionBudget.minAvailable) (int .Values.webhook.replicas)) -}}
+{{- end -}}
+{{- /* Last, so the more specific checks above speak first. */ -}}
+{{- $np := .Values.webhook.networkPolicy -}}
+{{- if and $np.enabled (not $np.kcpCIDRs) (not $np.kcpPeers) -}}
+{{- fail "webhook.networkPolicy: the webhook port is closed to everyone but kcp, so the chart needs to know where kcp calls from. List webhook.networkPolicy.kcpCIDRs (kcp's egress, node or load-balancer addresses) or webhook.networkPolicy.kcpPeers (a kcp in this cluster); with neither, the policy would drop kcp's calls and every protected DELETE would be refused. To leave the port open to whatever reaches the pods instead, opt out explicitly with webhook.networkPolicy.enabled=false." -}}
 {{- end -}}
 {{- end -}}
