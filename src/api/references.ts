@@ -6,7 +6,7 @@
 // Three outcomes, because they call for different actions: ok; definitely wrong (kcp answered, and the answer is
 // "not there"), so the part is not enforced; or unknown (no consent to read, kcp unreachable), so protection stays
 // installed and the rule says what is missing.
-import type { DependentType, GroupVersionResource, ParsedDependency } from "./rule.ts";
+import type { ParsedDependent, GroupVersionResource, ParsedDependency } from "./rule.ts";
 
 /** One `spec.resources[]` entry of an APIExport (apis.kcp.io/v1alpha2). */
 export interface ExportedResource {
@@ -105,7 +105,7 @@ export function checkServed(
 
 export const OWN_WORKSPACE = "this rule's workspace";
 
-export function checkDependent(dependent: DependentType, facts: ExportFacts): ReferenceCheck {
+export function checkDependent(dependent: ParsedDependent, facts: ExportFacts): ReferenceCheck {
   return checkServed(facts, dependent, {
     field: "spec.dependent",
     exportName: dependent.apiExportName,

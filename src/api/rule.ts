@@ -15,7 +15,7 @@ export interface GroupVersionResource extends GroupResource {
 }
 
 /** `spec.dependent`, valid: the type whose objects are listed in consumer workspaces. */
-export interface DependentType extends GroupVersionResource {
+export interface ParsedDependent extends GroupVersionResource {
   kind: string;
   /** The APIExport in the rule's own workspace that must serve this type. */
   apiExportName: string;
@@ -37,7 +37,7 @@ export interface ParsedRule {
   key: RuleKey;
   generation?: number;
   /** Undefined when `spec.dependent` is unusable; then the rule protects nothing. */
-  dependent?: DependentType;
+  dependent?: ParsedDependent;
   /** The valid entries only; invalid ones are in `problems`. Empty when the dependent is unusable. */
   dependencies: ParsedDependency[];
   /** Length of `spec.dependencies` as written, valid or not (the Dependencies printer column). */
@@ -69,7 +69,7 @@ function isOwnName(path: FieldPath): boolean {
 function parseDependency(
   entry: unknown,
   index: number,
-  dependent: DependentType | undefined,
+  dependent: ParsedDependent | undefined,
 ): { problems: string[] } | { dependency: ParsedDependency } {
   const field = `spec.dependencies[${index}]`;
   const pathField = `${field}.fieldRef.path`;
@@ -106,7 +106,7 @@ function parseDependency(
   };
 }
 
-function parseDependent(spec: Record<string, unknown>): { problems: string[]; dependent?: DependentType } {
+function parseDependent(spec: Record<string, unknown>): { problems: string[]; dependent?: ParsedDependent } {
   const errors = validate({ required: ["dependent"], properties: { dependent: DEPENDENT_SCHEMA } }, spec, "spec");
   if (errors.length > 0) return { problems: errors.map(formatFieldError) };
   const d = spec["dependent"] as Record<string, string>;

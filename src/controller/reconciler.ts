@@ -16,7 +16,7 @@ import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { planStatuses, planWrites, type Observation, type ObservedRule, type RuleObject } from "./plan.ts";
 import { checkReferences } from "./references.ts";
-import { ruleWebhookConfiguration, syncRuleWebhook, type WorkspaceRequests } from "./rule-webhook.ts";
+import { ruleWebhookConfiguration, syncRuleWebhook, type WorkspaceRequests } from "./rule-admission-config.ts";
 import type { InstallResult } from "./status.ts";
 import { Writer, type ClusterClient } from "./writer.ts";
 
