@@ -96,11 +96,32 @@ export function deny(
   return { allowed: false, reason, code, statusReason, message, ...extra };
 }
 
+// The named constructors: every decision the webhook makes is one of these, so a reason always comes with the same
+// code and status reason. `deny` stays for stubs that need an arbitrary answer.
+
 export const badRequest = (message: string): Denial => deny("bad-request", 400, "BadRequest", message);
 
 /** A failure of our own: the deleter sees a retry hint, the log gets `detail`. */
 export const internalError = (message: string, detail: string): Denial =>
   deny("internal-error", 500, "InternalError", message, { detail });
+
+/** 503: the webhook cannot decide yet and says so (registry loading, a rule pending or unseen, the index not ready). */
+export const serviceUnavailable = (
+  reason: "not-synced" | "rules-unseen" | "unresolved-rule" | "index-unavailable",
+  message: string,
+  detail?: string,
+): Denial => deny(reason, 503, "ServiceUnavailable", message, detail !== undefined ? { detail } : {});
+
+/** 500: listing dependents failed, so the object might be referenced (fail closed). */
+export const lookupFailed = (message: string, detail: string): Denial =>
+  deny("lookup-error", 500, "InternalError", message, { detail });
+
+/** 409: the object is still referenced. */
+export const referenced = (message: string, extra: Pick<Denial, "blockers" | "causes" | "rules">): Denial =>
+  deny("referenced", 409, "Conflict", message, extra);
+
+/** 422: a DependencyRule that cannot be right. */
+export const invalidRule = (message: string): Denial => deny("invalid-rule", 422, "Invalid", message);
 
 /** allowed; denied (409, the object is referenced); errored (any other deny: bad input, not ready, lookup failure). */
 export function outcomeOf(decision: Decision): "allowed" | "denied" | "errored" {

@@ -1,6 +1,7 @@
 // Prometheus metrics of the webhook, registered on a passed-in Registry (never the global one) so tests stay isolated.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { ruleEndpointMetrics, type RuleEndpointMetrics } from "./rules/endpoint-metrics.ts";
+import { outcomeOf, type Decision } from "./admission.ts";
 
 export interface WebhookMetrics extends RuleEndpointMetrics {
   /** Every HTTP response, by the code it carries (a review's own status code, or the transport's refusal). */
@@ -19,6 +20,16 @@ export interface WebhookMetrics extends RuleEndpointMetrics {
   registryEntries: Gauge;
   registryProblems: Gauge;
   certificateReloads: Counter<"result">;
+}
+
+/**
+ * Counts one answered review by outcome and reason, and by rule for the rules that refused or warned. Called once per
+ * review, where the answer goes out (http/requests.ts), so every decision is counted exactly once whoever made it.
+ */
+export function countDecision(metrics: WebhookMetrics, decision: Decision): void {
+  metrics.decisions.inc({ outcome: outcomeOf(decision), reason: decision.reason });
+  for (const rule of decision.rules ?? [])
+    metrics.ruleDecisions.inc({ rule: metrics.ruleLabel(rule), outcome: decision.allowed ? "warned" : "denied" });
 }
 
 /** Rules get their own series up to this many; a replica sees at most as many rules as providers wrote. */

@@ -93,7 +93,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
       onRefusal: (reason) => metrics.refusals.inc({ reason }),
       openRequests: createOpenRequests(metricsRegistry),
       handler,
-      ruleHandler: ruleAdmission(rules, resolver, logger, metrics),
+      ruleHandler: ruleAdmission(rules, resolver, logger),
       logger,
       metrics,
     });
@@ -147,7 +147,6 @@ function ruleAdmission(
   rules: ExportWatch<DependencyRule>,
   resolver: WorkspaceResolver,
   logger: Logger,
-  metrics: WebhookMetrics,
 ): ReturnType<typeof createRuleAdmissionHandler> {
   return createRuleAdmissionHandler({
     deps: {
@@ -160,7 +159,6 @@ function ruleAdmission(
         }),
     },
     logger: logger.child({ part: "rule-admission" }),
-    metrics,
   });
 }
 

@@ -118,7 +118,6 @@ describe("rule admission log lines", () => {
         resolve: () => Promise.reject(new Error(failure ?? "unreachable")),
       },
       logger,
-      metrics: createWebhookMetrics(new Registry()),
     });
     return { handler, lines };
   };

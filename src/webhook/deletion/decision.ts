@@ -8,7 +8,7 @@ import type { Enforcement } from "../../api/schema.ts";
 import { compareStrings } from "../../util/json.ts";
 import {
   allow,
-  deny,
+  lookupFailed,
   MAX_CAUSES,
   MAX_LISTED_BLOCKERS,
   type AdmissionRequest,
@@ -17,10 +17,12 @@ import {
   type Dependent,
   type Lookup,
   type LookupResult,
+  referenced,
+  serviceUnavailable,
 } from "../admission.ts";
 import { dependentTypeKey } from "../../api/index-report.ts";
 import type { RuleMatch } from "../rules/registry.ts";
-import { targetOf, type Target } from "./target.ts";
+import { readNamed, targetOf, type Named, type Target } from "./target.ts";
 
 export type Plan =
   | { kind: "decided"; decision: Decision }
@@ -78,16 +80,21 @@ function lookupsFor(target: Target, group: string, entries: RuleMatch["entries"]
 
 /**
  * Step one. `rules` is the registry's match for this request's provider and group/resource, or "not-synced" while
- * the registry is still loading. Returns a decision when no lookup is needed.
+ * the registry is still loading; `named` is what the review names, when the caller has read it already. Returns a
+ * decision when no lookup is needed.
  */
-export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-synced"): Plan {
+export function planLookups(
+  request: AdmissionRequest,
+  rules: RuleMatch | "not-synced",
+  named: Named = readNamed(request),
+): Plan {
   if (request.operation !== "DELETE") return decided(allow("not-delete"));
-  if (rules === "not-synced") return decided(deny("not-synced", 503, "ServiceUnavailable", NOT_SYNCED_MESSAGE));
-  const target = targetOf(request);
+  if (rules === "not-synced") return decided(serviceUnavailable("not-synced", NOT_SYNCED_MESSAGE));
+  const target = targetOf(request, named);
   if ("allowed" in target) return decided(target);
   if (rules.unseen) {
     const message = unseenMessage(target.resource, target.name);
-    return decided(deny("rules-unseen", 503, "ServiceUnavailable", message, { detail: rules.unseen.why }));
+    return decided(serviceUnavailable("rules-unseen", message, rules.unseen.why));
   }
   if (rules.pending.length > 0) {
     // The deleter may not see other tenants' rules or workspaces: those go to the log only.
@@ -95,7 +102,7 @@ export function planLookups(request: AdmissionRequest, rules: RuleMatch | "not-s
       .map((u) => `rule ${u.rule}: workspace ${JSON.stringify(u.path)}: ${u.reason}`)
       .join("; ");
     const message = pendingMessage(target.resource, target.name);
-    return decided(deny("unresolved-rule", 503, "ServiceUnavailable", message, { detail }));
+    return decided(serviceUnavailable("unresolved-rule", message, detail));
   }
   if (rules.entries.length === 0) return decided(allow("no-rules"));
   return {
@@ -138,7 +145,6 @@ export function denyMessage(target: Target, blockers: readonly string[], complet
   return `cannot delete ${target.resource}/${target.name}: still referenced by ${listed}${more}`;
 }
 
-/** Step two: the lookups' results (same order as plan.lookups) → the decision. */
 /** What the lookups of one enforcement found. */
 interface Findings {
   errors: string[];
@@ -192,18 +198,18 @@ export function decide(plan: LookupPlan, results: readonly LookupResult[]): Deci
   if (denying.errors.length > 0 && denying.unavailable.length === denying.errors.length) {
     const why = [...new Set(denying.unavailable)].sort(compareStrings).join("; ");
     const message = `cannot check dependents of ${target.resource}/${target.name} yet: ${why}, retry in a few seconds`;
-    return deny("index-unavailable", 503, "ServiceUnavailable", message, { detail: denying.errors.join("; ") });
+    return serviceUnavailable("index-unavailable", message, denying.errors.join("; "));
   }
   if (denying.errors.length > 0) {
     const message = `cannot check dependents of ${target.resource}/${target.name}: listing ${denying.failed.join(", ")} in this workspace failed, retry later`;
-    return deny("lookup-error", 500, "InternalError", message, { detail: denying.errors.join("; ") });
+    return lookupFailed(message, denying.errors.join("; "));
   }
   if (denying.blockers.size > 0) {
     const sorted = [...denying.blockers.keys()].sort(compareStrings);
     const causes: Cause[] = sorted
       .slice(0, MAX_CAUSES)
       .map((id) => ({ reason: "ReferencedBy", message: id, field: denying.blockers.get(id) ?? "" }));
-    return deny("referenced", 409, "Conflict", denyMessage(target, sorted, denying.complete), {
+    return referenced(denyMessage(target, sorted, denying.complete), {
       blockers: sorted,
       causes,
       rules: [...denying.rules].sort(compareStrings),

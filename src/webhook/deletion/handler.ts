@@ -1,8 +1,9 @@
 // Runs one admission request through the decision: registry match → plan → lookups (the I/O, in parallel, under
 // one deadline) → cluster-wide retries → decide. It never throws: anything unexpected becomes a 500 denial (fail
-// closed). It owns the per-decision log line and the decision metrics.
+// closed). It owns the per-decision log line and its timing; the decision is counted where the answer goes out
+// (countDecision in metrics.ts, called by http/requests.ts).
 import type { Logger } from "pino";
-import type { LogicalClusterName } from "../../api/types.ts";
+import { CLUSTER_ANNOTATION, type LogicalClusterName } from "../../api/types.ts";
 import {
   internalError,
   outcomeOf,
@@ -12,6 +13,7 @@ import {
   type LookupResult,
 } from "../admission.ts";
 import { clusterWideRetries, decide, planLookups } from "./decision.ts";
+import { readNamed, type Named } from "./target.ts";
 import type { DependentFinder } from "./finder.ts";
 import type { WebhookMetrics } from "../metrics.ts";
 import type { RuleRegistry } from "../rules/registry.ts";
@@ -50,11 +52,15 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
     return result;
   }
 
-  async function decideRequest(request: AdmissionRequest, provider: LogicalClusterName | undefined): Promise<Decision> {
+  async function decideRequest(
+    request: AdmissionRequest,
+    provider: LogicalClusterName | undefined,
+    named: Named,
+  ): Promise<Decision> {
     const registry = opts.registry();
     const g = request.resource;
     const match = registry ? registry.find(provider, { group: g.group, resource: g.resource }) : "not-synced";
-    const plan = planLookups(request, match);
+    const plan = planLookups(request, match, named);
     if (plan.kind === "decided") return plan.decision;
     const signal = AbortSignal.timeout(timeoutMs);
     const results = await Promise.all(plan.lookups.map((l) => runLookup(l, plan.limit, signal)));
@@ -65,24 +71,19 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
 
   return async (request, provider) => {
     const end = opts.metrics.decisionSeconds.startTimer();
+    // The object the review names, read once: the decision and its log line use the same reading.
+    const named = readNamed(request);
     let decision: Decision;
     try {
-      decision = await decideRequest(request, provider);
+      decision = await decideRequest(request, provider, named);
     } catch (err) {
       decision = internalError(
         `internal error deciding ${request.operation} of ${request.resource.resource}/${request.name ?? ""}, retry later`,
         errorMessage(err),
       );
     }
-    const outcome = outcomeOf(decision);
-    end({ outcome });
-    opts.metrics.decisions.inc({ outcome, reason: decision.reason });
-    for (const rule of decision.rules ?? [])
-      opts.metrics.ruleDecisions.inc({
-        rule: opts.metrics.ruleLabel(rule),
-        outcome: decision.allowed ? "warned" : "denied",
-      });
-    logDecision(opts.logger, request, provider, decision);
+    end({ outcome: outcomeOf(decision) });
+    logDecision(opts.logger, request, { provider, named }, decision);
     return decision;
   };
 }
@@ -94,21 +95,19 @@ function errorMessage(err: unknown): string {
 function logDecision(
   logger: Logger,
   request: AdmissionRequest,
-  provider: LogicalClusterName | undefined,
+  { provider, named }: { provider: LogicalClusterName | undefined; named: Named },
   decision: Decision,
 ): void {
   if (decision.allowed && decision.reason !== "skip-protection" && decision.reason !== "warned") return;
-  const meta = (request.oldObject as { metadata?: { name?: unknown; annotations?: Record<string, unknown> } })
-    ?.metadata;
   // Everything from the request is the caller's text: clipped, so a forged review cannot flood or forge the log.
   const fields = logSafe({
     uid: request.uid,
-    workspace: meta?.annotations?.["kcp.io/cluster"],
+    workspace: named.annotations[CLUSTER_ANNOTATION],
     provider,
     resource: request.resource.resource,
     group: request.resource.group,
     namespace: request.namespace || undefined,
-    name: typeof meta?.name === "string" ? meta.name : request.name,
+    name: named.name,
     user: request.userInfo?.username,
     dryRun: request.dryRun === true,
     reason: decision.reason,

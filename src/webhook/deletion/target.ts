@@ -14,12 +14,33 @@ export interface Target {
   namespace?: string;
 }
 
-/** The object a DELETE names, read from the review; a Decision when the review cannot be trusted or skips. */
-export function targetOf(request: AdmissionRequest): Target | Decision {
+/** The object a review names, as the review gives it (unchecked): read once, for the decision and for its log line. */
+export interface Named {
+  /** Whether the review carries an oldObject at all. */
+  present: boolean;
+  annotations: Record<string, unknown>;
+  /** metadata.name, else the request's name (DELETECOLLECTION sends an empty one per item). */
+  name: string | undefined;
+  /** metadata.namespace. */
+  namespace: string | undefined;
+}
+
+export function readNamed(request: AdmissionRequest): Named {
   const old = asRecord(request.oldObject);
-  if (!old) return badRequest("DELETE request has no oldObject: cannot tell which object is being deleted");
-  const meta = asRecord(old["metadata"]) ?? {};
-  const annotations = asRecord(meta["annotations"]) ?? {};
+  const meta = asRecord(old?.["metadata"]) ?? {};
+  return {
+    present: old !== undefined,
+    annotations: asRecord(meta["annotations"]) ?? {},
+    // The object's own name is the truth.
+    name: nonEmptyString(meta["name"]) ?? nonEmptyString(request.name),
+    namespace: nonEmptyString(meta["namespace"]),
+  };
+}
+
+/** The object a DELETE names, read from the review; a Decision when the review cannot be trusted or skips. */
+export function targetOf(request: AdmissionRequest, named: Named = readNamed(request)): Target | Decision {
+  if (!named.present) return badRequest("DELETE request has no oldObject: cannot tell which object is being deleted");
+  const { annotations, name } = named;
   // Break-glass: exactly "true"; "false", "True" or "yes" do not skip.
   if (annotations[SKIP_PROTECTION_ANNOTATION] === "true") {
     return allow("skip-protection", [`deletion protection skipped: ${SKIP_PROTECTION_ANNOTATION}=true`]);
@@ -31,10 +52,8 @@ export function targetOf(request: AdmissionRequest): Target | Decision {
   if (!isLogicalClusterName(consumer)) {
     return badRequest(`oldObject has an invalid ${CLUSTER_ANNOTATION} annotation ${JSON.stringify(consumer)}`);
   }
-  // DELETECOLLECTION sends an empty request.name per item: the object's own name is the truth.
-  const name = nonEmptyString(meta["name"]) ?? nonEmptyString(request.name);
   if (name === undefined) return badRequest("neither oldObject.metadata.name nor request.name is set");
-  const objectNs = nonEmptyString(meta["namespace"]);
+  const objectNs = named.namespace;
   const requestNs = nonEmptyString(request.namespace);
   if (objectNs !== undefined && requestNs !== undefined && objectNs !== requestNs) {
     return badRequest(`request namespace "${requestNs}" differs from oldObject namespace "${objectNs}"`);

@@ -11,7 +11,7 @@ import type { Clock } from "../../util/clock.ts";
 import type { Authenticate } from "./authenticate.ts";
 import type { AdmissionHandler } from "../deletion/handler.ts";
 import { BodyError, readBody, type Capacity, type Refusal, type TransportLimits } from "./limits.ts";
-import type { WebhookMetrics } from "../metrics.ts";
+import { countDecision, type WebhookMetrics } from "../metrics.ts";
 import type { OpenRequest, OpenRequests } from "./origins.ts";
 import type { Replies } from "./replies.ts";
 import { parseReview, reviewReply } from "./review.ts";
@@ -163,20 +163,23 @@ async function review(deps: RequestDeps, res: http.ServerResponse, r: Served, ra
   if (!parsed.ok) {
     // uid and problem are the caller's text: clipped, so a forged review cannot write a megabyte log line.
     log.warn(logSafe({ uid: parsed.uid, problem: parsed.message }), "malformed admission review");
-    deps.metrics.decisions.inc({ outcome: "errored", reason: "bad-request" });
-    if (parsed.uid === undefined) return replies.status(res, 400, parsed.message);
-    return replies.json(res, 200, reviewReply(parsed.uid, badRequest(parsed.message)));
   }
-  let decision: Decision;
+  const decision = parsed.ok ? await decideReview(deps, r, parsed.request) : badRequest(parsed.message);
+  // Every review's answer is counted here, and only here, whoever decided it.
+  countDecision(deps.metrics, decision);
+  const uid = parsed.ok ? parsed.request.uid : parsed.uid;
+  // Without a uid there is no review to answer: an HTTP error with the same message.
+  if (uid === undefined) return replies.status(res, 400, parsed.ok ? "" : parsed.message);
+  replies.json(res, 200, reviewReply(uid, decision));
+}
+
+/** The handler's decision for the route; the handlers do not throw by design, and if one does, it is a denial. */
+async function decideReview(deps: RequestDeps, r: Served, request: AdmissionRequest): Promise<Decision> {
   try {
-    decision =
-      r.rules && deps.ruleHandler
-        ? await deps.ruleHandler(parsed.request)
-        : await deps.handler(parsed.request, r.provider);
+    return r.rules && deps.ruleHandler ? await deps.ruleHandler(request) : await deps.handler(request, r.provider);
   } catch (err) {
-    // The handler does not throw by design; if it does anyway, deny (fail closed) and say why.
-    log.error(logSafe({ uid: parsed.request.uid, err: String(err) }), "admission handler failed");
-    decision = internalError("internal error, retry later", err instanceof Error ? err.message : String(err));
+    // Fail closed, and say why in the log.
+    deps.logger.error(logSafe({ uid: request.uid, err: String(err) }), "admission handler failed");
+    return internalError("internal error, retry later", err instanceof Error ? err.message : String(err));
   }
-  replies.json(res, 200, reviewReply(parsed.request.uid, decision));
 }

@@ -17,8 +17,7 @@ import { parseLogicalClusterName } from "../../api/wire.ts";
 import { asRecord } from "../../util/json.ts";
 import { logSafe } from "../../observability/clip.ts";
 import type { Logger } from "pino";
-import { allow, deny, outcomeOf, type AdmissionRequest, type Decision } from "../admission.ts";
-import type { WebhookMetrics } from "../metrics.ts";
+import { allow, invalidRule, type AdmissionRequest, type Decision } from "../admission.ts";
 
 export interface RuleCheckDeps {
   fetchExport(cluster: LogicalClusterName, exportName: string, resources: GroupResource[]): Promise<ExportFacts>;
@@ -31,7 +30,7 @@ const MAX_LISTED = 10;
 function refuse(name: string, problems: readonly string[]): Decision {
   const listed = problems.slice(0, MAX_LISTED).join("; ");
   const more = problems.length > MAX_LISTED ? ` and ${problems.length - MAX_LISTED} more` : "";
-  return deny("invalid-rule", 422, "Invalid", `DependencyRule ${JSON.stringify(name)} is invalid: ${listed}${more}`);
+  return invalidRule(`DependencyRule ${JSON.stringify(name)} is invalid: ${listed}${more}`);
 }
 
 /** Sorts one check into refusals or warnings. */
@@ -79,11 +78,13 @@ export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps):
   return warnings.length > 0 ? allow("rule-unverified", warnings.slice(0, MAX_LISTED)) : allow("rule-valid");
 }
 
-/** admitRule with its log line and metrics; never throws (an unexpected error allows with a warning, like Ignore). */
+/**
+ * admitRule with its log line (http/requests.ts counts the decision); never throws (an unexpected error allows with
+ * a warning, like Ignore).
+ */
 export function createRuleAdmissionHandler(opts: {
   deps: RuleCheckDeps;
   logger: Logger;
-  metrics: WebhookMetrics;
 }): (request: AdmissionRequest) => Promise<Decision> {
   return async (request) => {
     let decision: Decision;
@@ -91,13 +92,8 @@ export function createRuleAdmissionHandler(opts: {
       decision = await admitRule(request, opts.deps);
     } catch (err) {
       opts.logger.error(logSafe({ uid: request.uid, err: String(err) }), "rule check failed");
-      decision = {
-        allowed: true,
-        reason: "rule-unverified",
-        warnings: ["the rule could not be checked; see its status"],
-      };
+      decision = allow("rule-unverified", ["the rule could not be checked; see its status"]);
     }
-    opts.metrics.decisions.inc({ outcome: outcomeOf(decision), reason: decision.reason });
     if (decision.reason !== "rule-valid") {
       opts.logger.info(
         logSafe({

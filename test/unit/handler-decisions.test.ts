@@ -1,0 +1,112 @@
+// A decision is counted once, by countDecision where the answer goes out (http/requests.ts): the DELETE handler only
+// times and logs it (the rule handler takes no metrics at all). The handler's log line names the object as the decision read it.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { pino } from "pino";
+import { Registry } from "prom-client";
+import { deny, type AdmissionRequest } from "../../src/webhook/admission.ts";
+import { createAdmissionHandler } from "../../src/webhook/deletion/handler.ts";
+import type { DependentFinder } from "../../src/webhook/deletion/finder.ts";
+import { unavailable } from "../../src/webhook/deletion/finder.ts";
+import { countDecision, createWebhookMetrics } from "../../src/webhook/metrics.ts";
+import type { RuleEntry, RuleRegistry } from "../../src/webhook/rules/registry.ts";
+import { fp, VM_DEPENDENT } from "./helpers-rules.ts";
+
+const entry: RuleEntry = {
+  rule: "net1/vm-needs-vpc",
+  dependent: VM_DEPENDENT,
+  fieldPaths: [fp(".spec.vpcRef.name")],
+  enforcement: "Deny",
+};
+const registry = { find: () => ({ entries: [entry], pending: [] }) } as unknown as RuleRegistry;
+
+function deleteVpc(o: { name?: string; annotations?: Record<string, string> } = {}): AdmissionRequest {
+  return {
+    uid: "uid-1",
+    operation: "DELETE",
+    resource: { group: "network.example.io", version: "v1", resource: "vpcs" },
+    name: o.name ?? "",
+    oldObject: { metadata: { name: "my-vpc", annotations: o.annotations ?? { "kcp.io/cluster": "consumer1" } } },
+  };
+}
+
+/** A handler over one fake finder, with the metrics and log lines it produced. */
+function handlerWith(finder: DependentFinder) {
+  const registryOfMetrics = new Registry();
+  const metrics = createWebhookMetrics(registryOfMetrics);
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level: "info" },
+    { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
+  );
+  const handler = createAdmissionHandler({ registry: () => registry, finder, logger, metrics });
+  const series = async (name: string) =>
+    (await registryOfMetrics.getSingleMetric(name)?.get())?.values.filter((v) => v.value > 0) ?? [];
+  const text = () => registryOfMetrics.metrics();
+  return { handler, metrics, lines, series, text };
+}
+
+const oneVm: DependentFinder = {
+  find: () => Promise.resolve({ ok: true, dependents: [{ name: "vm-1", field: ".spec.vpcRef.name" }], complete: true }),
+};
+
+describe("decision counting", () => {
+  it("the DELETE handler times a decision but does not count it", async () => {
+    const { handler, series, text } = handlerWith(oneVm);
+    const decision = await handler(deleteVpc(), undefined);
+    assert.equal(decision.allowed, false);
+    assert.deepEqual(await series("dependency_webhook_decisions_total"), []);
+    assert.deepEqual(await series("dependency_webhook_rule_decisions_total"), []);
+    assert.match(await text(), /dependency_webhook_decision_duration_seconds_count\{outcome="denied"\} 1/);
+  });
+
+  it("countDecision counts by outcome and reason, and each refusing rule once", async () => {
+    const metrics = createWebhookMetrics(new Registry());
+    countDecision(metrics, deny("referenced", 409, "Conflict", "m", { rules: ["a/r1", "b/r2"] }));
+    countDecision(metrics, deny("index-unavailable", 503, "ServiceUnavailable", "m"));
+    const counted = (await metrics.decisions.get()).values.map((v) => [v.labels, v.value]);
+    assert.deepEqual(counted, [
+      [{ outcome: "denied", reason: "referenced" }, 1],
+      [{ outcome: "errored", reason: "index-unavailable" }, 1],
+    ]);
+    const byRule = (await metrics.ruleDecisions.get()).values.map((v) => [v.labels, v.value]);
+    assert.deepEqual(byRule, [
+      [{ rule: "a/r1", outcome: "denied" }, 1],
+      [{ rule: "b/r2", outcome: "denied" }, 1],
+    ]);
+  });
+});
+
+describe("the handler's log line and the finder's answers", () => {
+  it("names the object as the decision read it (a DELETECOLLECTION item has no request name)", async () => {
+    const { handler, lines } = handlerWith(oneVm);
+    await handler(deleteVpc({ name: "" }), undefined);
+    const line = lines.find((l) => l["msg"] === "delete denied: still referenced");
+    assert.equal(line?.["name"], "my-vpc");
+    assert.equal(line?.["workspace"], "consumer1");
+  });
+
+  it("logs a skip-protection with the object's workspace", async () => {
+    const { handler, lines } = handlerWith(oneVm);
+    const annotations = { "kcp.io/cluster": "consumer1", "dependencies.opendefense.cloud/skip-protection": "true" };
+    const decision = await handler(deleteVpc({ annotations }), undefined);
+    assert.equal(decision.allowed, true);
+    const line = lines.find((l) => l["msg"] === "delete allowed: skip-protection annotation set");
+    assert.equal(line?.["workspace"], "consumer1");
+  });
+
+  it("turns 'unavailable' into a 503 and a thrown error into a 500, each a failed lookup", async () => {
+    const syncing: DependentFinder = {
+      find: () => Promise.resolve(unavailable("syncing", "the index of virtualmachines is still syncing", "detail")),
+    };
+    const a = handlerWith(syncing);
+    const d503 = await a.handler(deleteVpc(), undefined);
+    assert.ok(!d503.allowed && d503.code === 503 && d503.reason === "index-unavailable");
+    assert.match(d503.message, /^cannot check dependents of vpcs\/my-vpc yet: the index of virtualmachines is still/);
+    const throwing: DependentFinder = { find: () => Promise.reject(new Error("403 Forbidden")) };
+    const b = handlerWith(throwing);
+    const d500 = await b.handler(deleteVpc(), undefined);
+    assert.ok(!d500.allowed && d500.code === 500 && d500.reason === "lookup-error");
+    for (const h of [a, b]) assert.equal((await h.metrics.lookupErrors.get()).values[0]?.value, 1);
+  });
+});
