@@ -1,8 +1,11 @@
 // Who references whom in one workspace, by the rules: the object graph and the dangling references come from here.
-// Pure: the listings are gathered by source.ts. Matching is the webhook's (src/fieldpath): a name at the rule's field
-// path, looked up in the dependent's own namespace when the dependency type is namespaced.
+// Pure: the listings are gathered by source.ts. Whether an object is a dependent of a target is the webhook's own
+// decision (src/webhook/deletion/matching.ts), over the objects the webhook would list for that target: the target's
+// namespace (and cluster-scoped dependents) for a namespaced target, everything for a cluster-scoped one.
 import { referencedNames } from "../fieldpath/fieldpath.ts";
 import { isRecord } from "../util/json.ts";
+import type { Lookup } from "../webhook/admission.ts";
+import { matchingDependents } from "../webhook/deletion/matching.ts";
 import { GraphBuilder, type Graph, type RuleInWorkspace } from "./graph.ts";
 
 /** One type's objects in the workspace, as listed there. */
@@ -43,52 +46,77 @@ function metaOf(item: unknown): { name?: string; namespace?: string } {
   return { ...(name ? { name } : {}), ...(ns ? { namespace: ns } : {}) };
 }
 
+/** The part of the webhook's Lookup that matching reads; where to list is the plugin's own business. */
+type Match = Pick<Lookup, "name" | "fieldPaths" | "self">;
+// matchingDependents reads only these fields; its signature asks for a whole Lookup, hence the widening cast.
+const dependentsOf = (items: readonly unknown[], m: Match) => matchingDependents(items, m as Lookup);
+
+// Typed through RuleInWorkspace, so this file follows the rule model wherever its types are declared.
+type Rule = RuleInWorkspace["rule"];
+
+/** The references of one rule dependency: for every object its dependents name, the dependents the webhook sees. */
+function referencesOf(
+  d: NonNullable<Rule["dependent"]>,
+  items: readonly unknown[],
+  dep: Rule["dependencies"][number],
+  target: TypeListing | undefined,
+  rule: string,
+): Reference[] {
+  const namespaced = target?.namespaced !== false;
+  const sameType = d.group === dep.target.group && d.resource === dep.target.resource;
+  const present = new Set((target?.items ?? []).map(metaOf).map((m) => `${m.namespace ?? ""}/${m.name ?? ""}`));
+  const inNamespaces = new Map<string, string[]>(); // name -> namespaces it exists in, for cluster-scoped dependents
+  for (const m of (target?.items ?? []).map(metaOf))
+    if (m.name && m.namespace) inNamespaces.set(m.name, [...(inNamespaces.get(m.name) ?? []), m.namespace]);
+  // Every target some dependent names, and the dependents that name it (each checked by the webhook's matching).
+  const named = new Map<string, { to: { namespace?: string; name: string }; items: unknown[] }>();
+  for (const item of items) {
+    const meta = metaOf(item);
+    if (!meta.name) continue;
+    for (const name of referencedNames(item, dep.fieldPath)) {
+      // A cluster-scoped dependent is listed for a namespaced target in every namespace.
+      const spaces = !namespaced
+        ? [undefined]
+        : meta.namespace
+          ? [meta.namespace]
+          : (inNamespaces.get(name) ?? [undefined]);
+      for (const namespace of spaces) {
+        const key = `${namespace ?? ""}/${name}`;
+        const entry = named.get(key) ?? { to: namespace ? { namespace, name } : { name }, items: [] };
+        if (entry.items.at(-1) !== item) entry.items.push(item);
+        named.set(key, entry);
+      }
+    }
+  }
+  const out: Reference[] = [];
+  const kind = target?.kind ?? dep.target.resource;
+  for (const [key, { to, items: naming }] of named) {
+    const state: ReferenceState = !target?.items ? "type-not-served" : present.has(key) ? "exists" : "missing";
+    // As the webhook decides: an object never blocks its own deletion.
+    const match: Match = { name: to.name, fieldPaths: [dep.fieldPath], ...(sameType ? { self: to } : {}) };
+    for (const found of dependentsOf(naming, match)) {
+      const from: ObjectKey = { group: d.group, resource: d.resource, kind: d.kind, name: found.name };
+      if (found.namespace) from.namespace = found.namespace;
+      const toKey: ObjectKey = { group: dep.target.group, resource: dep.target.resource, kind, ...to };
+      out.push({ from, to: toKey, field: found.field, rule, state });
+    }
+  }
+  return out;
+}
+
 /** Every reference the rules see in the listings, sorted by dependent, field, then target. */
 export function findReferences(
   rules: readonly RuleInWorkspace[],
   listings: ReadonlyMap<string, TypeListing>,
 ): Reference[] {
-  const names = new Map<string, Set<string>>();
-  const existing = (l: TypeListing): Set<string> => {
-    const key = listingKey(l.group, l.resource);
-    let set = names.get(key);
-    if (!set) {
-      set = new Set((l.items ?? []).map(metaOf).map((m) => `${m.namespace ?? ""}/${m.name ?? ""}`));
-      names.set(key, set);
-    }
-    return set;
-  };
   const out: Reference[] = [];
   for (const { workspace, rule } of rules) {
     const d = rule.dependent;
     const dependents = d ? listings.get(listingKey(d.group, d.resource)) : undefined;
     if (!d || !dependents?.items) continue;
-    for (const item of dependents.items) {
-      const meta = metaOf(item);
-      if (!meta.name) continue;
-      const from: ObjectKey = { group: d.group, resource: d.resource, kind: d.kind, name: meta.name };
-      if (meta.namespace) from.namespace = meta.namespace;
-      for (const dep of rule.dependencies) {
-        const target = listings.get(listingKey(dep.target.group, dep.target.resource));
-        for (const name of referencedNames(item, dep.fieldPath)) {
-          const to: ObjectKey = {
-            group: dep.target.group,
-            resource: dep.target.resource,
-            kind: target?.kind ?? dep.target.resource,
-            name,
-          };
-          // As the webhook decides: a namespaced dependency is looked for in the dependent's namespace.
-          if (target?.namespaced !== false && meta.namespace) to.namespace = meta.namespace;
-          const state: ReferenceState = !target?.items
-            ? "type-not-served"
-            : existing(target).has(`${to.namespace ?? ""}/${name}`)
-              ? "exists"
-              : "missing";
-          // An object never blocks its own deletion; it is no reference either.
-          if (to.group === from.group && to.resource === from.resource && to.name === from.name) continue;
-          out.push({ from, to, field: dep.fieldPath.source, rule: `${workspace}:${rule.key.name}`, state });
-        }
-      }
+    for (const dep of rule.dependencies) {
+      const target = listings.get(listingKey(dep.target.group, dep.target.resource));
+      out.push(...referencesOf(d, dependents.items, dep, target, `${workspace}:${rule.key.name}`));
     }
   }
   const k = (o: ObjectKey): string => `${o.kind}/${o.namespace ?? ""}/${o.name}`;
