@@ -82,7 +82,7 @@ function transportChecks(deps: RequestDeps): (req: http.IncomingMessage, res: ht
     if (r.rules && !deps.ruleHandler)
       return replies.refuse(req, res, 404, `no handler for ${VALIDATE_RULES_ROUTE}: rule checks are off`);
     if (req.method !== "POST")
-      return replies.refuse(req, res, 405, `method ${clip(req.method)} not allowed: POST an AdmissionReview`);
+      return replies.refuse(req, res, 405, `method ${String(clip(req.method))} not allowed: POST an AdmissionReview`);
     const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
     if (type !== "application/json") {
       const message = `content type ${JSON.stringify(clip(type ?? ""))} not supported: want application/json`;
