@@ -1,8 +1,8 @@
-// The OCI image definition (Dockerfile, .dockerignore), checked with what stays true without a container engine: no
-// engine runs here, and a real build (buildah is in Debian) could not pull its node:*-slim base image, because the
-// npm registry, the Go module proxy and Debian are this machine's only network. So: the base is the pinned Node the
-// tests run on, the user is numeric and not root, the entry points are exec form, the build context holds what the
-// Dockerfile copies, and the very commands the image runs (dist/cmd/*.js compiled by tsconfig.build.json) start.
+// The OCI image definition (Dockerfile, .dockerignore), checked with what stays true without a container engine (the
+// real build and run is test/e2e/image.test.ts): the base is the pinned Node the tests run on, the final stage keeps
+// only the runtime's root filesystem (no npm), the user is numeric and not root, the entry points are exec form, the
+// build context holds what the Dockerfile copies, and the very commands the image runs (dist/cmd/*.js compiled by
+// tsconfig.build.json) start.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
@@ -29,9 +29,22 @@ describe("OCI image (static checks)", () => {
     const node = pkg.devDependencies["node"] ?? "";
     assert.match(node, /^24\.\d+\.\d+$/);
     assert.ok(dockerfile.includes(`ARG NODE_VERSION=${node}\n`), "ARG NODE_VERSION follows package.json");
-    const froms = instructions.filter((i) => i.op === "FROM").map((i) => i.args.split(/\s+/)[0]);
+    const froms = instructions.filter((i) => i.op === "FROM").map((i) => i.args.split(/\s+/));
     assert.ok(froms.length >= 2, "multi-stage: the compiler and dev packages stay out of the final image");
-    for (const base of froms) assert.equal(base, "node:${NODE_VERSION}-slim");
+    for (const [base] of froms.slice(0, -1)) assert.equal(base, "node:${NODE_VERSION}-slim");
+    // The final stage starts empty and takes the `runtime` stage's root filesystem (the base without npm) whole.
+    assert.deepEqual(froms.at(-1), ["scratch"]);
+    assert.equal(finalStage[1]?.op, "COPY");
+    assert.equal(finalStage[1]?.args, "--from=runtime / /");
+    const runtime = instructions.slice(instructions.findIndex((i) => /\sAS runtime$/.test(i.args)));
+    const removed = runtime.find((i) => i.op === "RUN")?.args ?? "";
+    for (const p of [
+      "/usr/local/lib/node_modules",
+      "/usr/local/bin/npm",
+      "/usr/local/bin/npx",
+      "/usr/local/bin/corepack",
+    ])
+      assert.ok(removed.includes(` ${p} `), `the runtime stage removes ${p}`);
   });
 
   it("runs as a numeric non-root user, with exec-form commands", () => {
