@@ -1,7 +1,9 @@
-// The plugin's command line: every subcommand, both target spellings, repeated and unknown flags, help.
+// The plugin's command line: every subcommand, both target spellings, repeated and unknown flags, help, and the
+// help pages against the flags the kit reads.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parseArgs } from "../../src/plugin/args.ts";
+import { parseArgs, PROGRAM } from "../../src/plugin/args.ts";
+import { HELP } from "../../src/plugin/help.ts";
 import { run } from "../../src/plugin/main.ts";
 
 describe("plugin arguments", () => {
@@ -111,5 +113,34 @@ describe("plugin entry", () => {
     assert.equal(await run(["check", "--kubeconfig=/nonexistent/kubeconfig"], c.io), 2);
     assert.match(c.err.join(""), /^error: cannot load kubeconfig \/nonexistent\/kubeconfig: ENOENT/);
     assert.doesNotMatch(c.err.join(""), /^\s+at /m);
+  });
+});
+
+describe("plugin help pages and the flags the kit reads", () => {
+  it("each command's page names every flag it takes, and no other", () => {
+    for (const cmd of PROGRAM.commands) {
+      const page = HELP[cmd.name as keyof typeof HELP];
+      const takes = new Set([...PROGRAM.common, ...cmd.flags].map((f) => f.name));
+      for (const name of takes) assert.match(page, new RegExp(`--${name}\\b`), `${cmd.name} --${name}`);
+      for (const [, name] of page.matchAll(/--([a-z-]+)/g)) assert.ok(takes.has(name!), `${cmd.name} names --${name}`);
+    }
+  });
+});
+
+describe("plugin arguments kubectl users also type", () => {
+  it("-n=ns, -nns, and flags with values before the command", () => {
+    for (const argv of [
+      ["why", "vpc/v", "-n=team-a"],
+      ["why", "vpc/v", "-nteam-a"],
+      ["-n", "team-a", "why", "vpc/v"],
+    ]) {
+      const r = parseArgs(argv);
+      assert.ok(r.ok && r.command.name === "why" && r.command.namespace === "team-a", argv.join(" "));
+    }
+    const check = parseArgs(["--workspace", "root:x", "check"]);
+    assert.deepEqual(check, {
+      ok: true,
+      command: { name: "check", ruleWorkspaces: [], connection: { workspace: "root:x" } },
+    });
   });
 });
