@@ -14,6 +14,7 @@ import { Registry } from "prom-client";
 import { parseAllDocuments, stringify } from "yaml";
 import { createMetrics } from "../../src/controller/metrics.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
+import { createOpenRequests } from "../../src/webhook/http/origins.ts";
 import { pino } from "pino";
 import { DependentsIndex } from "../../src/webhook/deletion/index/index.ts";
 import { registerIndexMetrics } from "../../src/webhook/deletion/index/metrics.ts";
@@ -62,6 +63,7 @@ async function registeredSeries(): Promise<Set<string>> {
   const registry = new Registry();
   createMetrics(registry);
   createWebhookMetrics(registry);
+  createOpenRequests(registry);
   const unused = (): never => {
     throw new Error("no watch in this test");
   };
