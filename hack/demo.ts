@@ -5,6 +5,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { parse, stringify } from "yaml";
 import { VWC_NAME } from "../src/api/types.ts";
+import { WEBHOOK_CONFIGURATIONS_PATH } from "../src/api/wire.ts";
 import { ApiError, type RestClient } from "../src/kcp/rest.ts";
 import { apply } from "../tools/kcp/api.ts";
 import { REPO_ROOT, startKcp, type Kcp } from "../tools/kcp/harness.ts";
@@ -72,7 +73,7 @@ async function walkthrough(kcp: Kcp, topo: Topology): Promise<void> {
     async () =>
       (await kcp
         .ws(PATHS.network)
-        .getOptional(`/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${VWC_NAME}`)) !==
+        .getOptional(`${WEBHOOK_CONFIGURATIONS_PATH}/${VWC_NAME}`)) !==
         undefined || undefined,
     { timeoutMs: 60_000 },
   );

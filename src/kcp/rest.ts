@@ -59,7 +59,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 /**
  * Largest list page read. kcp refuses to store an object over 1.5 MiB (etcd's request limit), so a page of one item
  * always fits; 1,000 dependents of a typical 2 KiB fit in one page. A JSON text costs up to about 17 times its size
- * once parsed (issue 13: 3 MiB became 52 MiB of heap), so 4 MiB per page keeps one lookup under about 70 MiB.
+ * once parsed (3 MiB became 52 MiB of heap when measured), so 4 MiB per page keeps one lookup under about 70 MiB.
  */
 export const DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024;
 

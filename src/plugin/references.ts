@@ -4,8 +4,7 @@
 // namespace (and cluster-scoped dependents) for a namespaced target, everything for a cluster-scoped one.
 import { referencedNames } from "../fieldpath/fieldpath.ts";
 import { isRecord } from "../util/json.ts";
-import type { Lookup } from "../webhook/admission.ts";
-import { matchingDependents } from "../webhook/deletion/matching.ts";
+import { matchingDependents, type MatchKey } from "../webhook/deletion/matching.ts";
 import { GraphBuilder, type Graph, type RuleInWorkspace } from "./graph.ts";
 
 /** One type's objects in the workspace, as listed there. */
@@ -47,9 +46,8 @@ function metaOf(item: unknown): { name?: string; namespace?: string } {
 }
 
 /** The part of the webhook's Lookup that matching reads; where to list is the plugin's own business. */
-type Match = Pick<Lookup, "name" | "fieldPaths" | "self">;
-// matchingDependents reads only these fields; its signature asks for a whole Lookup, hence the widening cast.
-const dependentsOf = (items: readonly unknown[], m: Match) => matchingDependents(items, m as Lookup);
+type Match = MatchKey;
+const dependentsOf = (items: readonly unknown[], m: Match) => matchingDependents(items, m);
 
 // Typed through RuleInWorkspace, so this file follows the rule model wherever its types are declared.
 type Rule = RuleInWorkspace["rule"];

@@ -1,14 +1,15 @@
 // The example objects (VPCs, subnets, VMs of test/fixtures) and deletes read the way a client sees them: the
 // vocabulary of the end-to-end tests, the demo and the benchmarks.
 import { VWC_NAME } from "../../src/api/types.ts";
+import { DEPENDENCY_RULES_PATH, WEBHOOK_CONFIGURATIONS_PATH } from "../../src/api/wire.ts";
 import { ApiError, type RestClient } from "../../src/kcp/rest.ts";
 import type { KObject } from "./api.ts";
 
 export const VPCS = "/apis/network.test.io/v1/namespaces/NS/vpcs";
 export const SUBNETS = "/apis/network.test.io/v1/namespaces/NS/subnets";
 export const VMS = "/apis/compute.test.io/v1/namespaces/NS/virtualmachines";
-export const VWC_PATH = `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${VWC_NAME}`;
-export const RULES = "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules";
+export const VWC_PATH = `${WEBHOOK_CONFIGURATIONS_PATH}/${VWC_NAME}`;
+export const RULES = DEPENDENCY_RULES_PATH;
 
 export const at = (collection: string, ns = "default"): string => collection.replace("NS", ns);
 

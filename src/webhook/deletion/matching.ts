@@ -3,8 +3,11 @@ import { references } from "../../fieldpath/fieldpath.ts";
 import { asRecord, nonEmptyString } from "../../util/json.ts";
 import type { Dependent, Lookup } from "../admission.ts";
 
+/** The part of a Lookup that matching reads: the plugin matches without a consumer cluster or rule key. */
+export type MatchKey = Pick<Lookup, "name" | "fieldPaths" | "self">;
+
 /** The dependents among `items` (a page of a list) that reference the lookup's name at any of its field paths. */
-export function matchingDependents(items: readonly unknown[], lookup: Lookup): Dependent[] {
+export function matchingDependents(items: readonly unknown[], lookup: MatchKey): Dependent[] {
   const out: Dependent[] = [];
   for (const item of items) {
     const path = lookup.fieldPaths.find((p) => references(item, p, lookup.name));
