@@ -110,3 +110,33 @@ describe("the handler's log line and the finder's answers", () => {
     for (const h of [a, b]) assert.equal((await h.metrics.lookupErrors.get()).values[0]?.value, 1);
   });
 });
+
+describe("the DELETE log line", () => {
+  const HUGE = "x".repeat(512 * 1024);
+  const lineSize = (lines: Record<string, unknown>[], msg: string) => {
+    const line = lines.find((l) => l["msg"] === msg);
+    assert.ok(line, `a "${msg}" line was logged`);
+    return JSON.stringify(line).length;
+  };
+
+  it("clips a message and detail built from the caller's text", async () => {
+    const huge: DependentFinder = { find: () => Promise.resolve(unavailable("failing", HUGE, HUGE)) };
+    const { handler, lines } = handlerWith(huge);
+    await handler(deleteVpc(), undefined);
+    assert.ok(lineSize(lines, "delete denied: cannot decide") < 8 * 1024);
+  });
+
+  it("clips each blocker name and cuts the list", async () => {
+    const many: DependentFinder = {
+      find: () =>
+        Promise.resolve({
+          ok: true,
+          dependents: Array.from({ length: 200 }, (_, i) => ({ name: `${HUGE}-${i}`, field: ".spec.vpcRef.name" })),
+          complete: true,
+        }),
+    };
+    const { handler, lines } = handlerWith(many);
+    await handler(deleteVpc(), undefined);
+    assert.ok(lineSize(lines, "delete denied: still referenced") < 16 * 1024);
+  });
+});

@@ -99,7 +99,8 @@ function logDecision(
   decision: Decision,
 ): void {
   if (decision.allowed && decision.reason !== "skip-protection" && decision.reason !== "warned") return;
-  // Everything from the request is the caller's text: clipped, so a forged review cannot flood or forge the log.
+  // Everything from the request, and every message built from it, is the caller's text: clipped, so a forged review
+  // can neither flood nor forge the log.
   const fields = logSafe({
     uid: request.uid,
     workspace: named.annotations[CLUSTER_ANNOTATION],
@@ -113,17 +114,20 @@ function logDecision(
     reason: decision.reason,
   });
   if (decision.allowed && decision.reason === "warned") {
-    logger.info({ ...fields, rules: decision.rules, warnings: decision.warnings }, "delete allowed: Warn-mode rule");
+    logger.info(
+      { ...fields, ...logSafe({ rules: decision.rules, warnings: decision.warnings }) },
+      "delete allowed: Warn-mode rule",
+    );
   } else if (decision.allowed) {
     logger.info(fields, "delete allowed: skip-protection annotation set");
   } else if (decision.code === 409) {
     logger.info(
-      { ...fields, blockers: decision.blockers?.slice(0, 100), blockerCount: decision.blockers?.length, code: 409 },
+      { ...fields, ...logSafe({ blockers: decision.blockers }), blockerCount: decision.blockers?.length, code: 409 },
       "delete denied: still referenced",
     );
   } else {
     logger.warn(
-      { ...fields, code: decision.code, message: decision.message, detail: decision.detail },
+      { ...fields, code: decision.code, ...logSafe({ message: decision.message, detail: decision.detail }) },
       "delete denied: cannot decide",
     );
   }
