@@ -1,10 +1,11 @@
 // The plugin's command line: `kubectl dependencies <why|graph|check> ...`, read by the command kit. Pure: argv in, a
 // command or a message that says what is wrong out. kubectl passes everything after the plugin name through unchanged.
 import { readCommandLine, UsageError, type ArgProblem, type Flag, type GivenArgs, type Program } from "../cmd/kit.ts";
+import { VERIFY_FLAGS, verifyCommandOf, type VerifyCommand } from "./verify/command.ts";
 
 export type OutputFormat = "mermaid" | "dot" | "json";
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ["mermaid", "dot", "json"];
-export type Topic = "why" | "graph" | "check";
+export type Topic = "why" | "graph" | "check" | "verify";
 
 /** Where to connect and which workspace to act in; each defaults to the kubeconfig's. */
 export interface Connection {
@@ -41,7 +42,7 @@ export interface CheckCommand {
   connection: Connection;
 }
 
-export type Command = { name: "help"; topic?: Topic } | WhyCommand | GraphCommand | CheckCommand;
+export type Command = { name: "help"; topic?: Topic } | WhyCommand | GraphCommand | CheckCommand | VerifyCommand;
 
 export type ParsedArgs = { ok: true; command: Command } | { ok: false; error: string; topic?: Topic };
 
@@ -73,6 +74,7 @@ export const PROGRAM: Program = {
       ],
     },
     { name: "check", flags: [RULE_WORKSPACE] },
+    { name: "verify", flags: VERIFY_FLAGS },
   ],
 };
 
@@ -163,5 +165,9 @@ function commandFor(topic: Topic, given: GivenArgs): ParsedArgs {
     }
     case "check":
       return { ok: true, command: { name: "check", ruleWorkspaces, connection } };
+    case "verify": {
+      const v = verifyCommandOf(given, connection);
+      return "error" in v ? fail(v.error) : { ok: true, command: v.command };
+    }
   }
 }

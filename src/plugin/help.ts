@@ -13,6 +13,7 @@ Commands:
   why <resource>/<name> [-n <namespace>]   would deleting this object be refused now, and by what
   graph [-o mermaid|dot|json] [--objects]  the graph of the rules (or of one workspace's objects)
   check                                    dangling references in a workspace, and rules that are not Ready
+  verify [-o text|json]                    does protection refuse exactly what the rules say, in a workspace
 
 Run "kubectl dependencies <command> --help" for a command's flags.
 
@@ -64,4 +65,25 @@ Flags:
   --rule-workspace <path>    read rules from this workspace (repeatable); default: every readable workspace below root
 
 ${CONNECTION_HELP}`,
+  verify: `kubectl dependencies verify [-o text|json] [--rule-workspace <path>]...
+
+For operators, as a periodic job: in one workspace (--workspace, default the kubeconfig's), dry-run DELETEs every
+object of every type the DependencyRules depend on (a server-side dry run: nothing is deleted) and compares kcp's
+answer with the rules. An object the rules say is referenced must be refused, naming exactly its dependents; every
+refusal must be explained by a rule. Lists the mismatches: protection that silently does nothing (unprotected), a
+blocker no rule explains (stale-blockers), an expected blocker not named (missing-blockers). What a first pass finds
+is checked again two seconds later; only what persists is reported. Needs read access to the rules and to the
+workspace's objects, and the right to delete them (dry runs are authorized as deletes).
+
+Exit code: 0 everything matches; 1 a mismatch; 2 the check could not be made, or an object could not be verified
+(for example the webhook answered 503).
+
+Flags:
+  -o, --output <format>      text (default) or json
+  --rule-workspace <path>    read rules from this workspace (repeatable); default: every readable workspace below root
+
+${CONNECTION_HELP}
+
+Example:
+  kubectl dependencies verify --workspace root:consumer1 -o json`,
 };

@@ -4,6 +4,7 @@ import { parseArgs } from "./args.ts";
 import { HELP } from "./help.ts";
 import { runCheck, runGraph } from "./inspect.ts";
 import { PluginError } from "./source.ts";
+import { runVerify } from "./verify/run.ts";
 import { runWhy } from "./why.ts";
 
 export interface Output {
@@ -32,8 +33,14 @@ export async function run(argv: readonly string[], io: Output, env: NodeJS.Proce
         return r.exitCode;
       }
       case "graph":
-      case "check": {
-        const r = cmd.name === "graph" ? await runGraph(cmd) : await runCheck(cmd);
+      case "check":
+      case "verify": {
+        const r =
+          cmd.name === "graph"
+            ? await runGraph(cmd)
+            : cmd.name === "check"
+              ? await runCheck(cmd)
+              : await runVerify(cmd);
         for (const note of r.notes) io.err(`note: ${note}\n`);
         io.out(r.text);
         return r.exitCode;

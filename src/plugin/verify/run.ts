@@ -1,0 +1,164 @@
+// `kubectl dependencies verify`, the thin I/O: read the rules, list the workspace's objects of every type they name,
+// dry-run DELETE every object of a dependency type, and compare (compare.ts). What a first pass finds is checked
+// again after a short pause, and only what persists is reported: tenants keep working while a periodic job runs.
+import { SKIP_PROTECTION_ANNOTATION } from "../../api/types.ts";
+import { isRecord } from "../../util/json.ts";
+import { realClock, type Clock } from "../../util/clock.ts";
+import { collectionPath, type ApiResource } from "../discovery.ts";
+import type { RuleInWorkspace } from "../graph.ts";
+import { findReferences, listingKey, type TypeListing } from "../references.ts";
+import { dryRunDelete, explain, listObjects, openSession, readRules, resourceFor, type Session } from "../source.ts";
+import {
+  confirmed,
+  exitCodeOf,
+  expectedByObject,
+  objectKey,
+  verdictFor,
+  type Finding,
+  type Verdict,
+  type VerifyObject,
+  type VerifyReport,
+} from "./compare.ts";
+import type { VerifyCommand } from "./command.ts";
+import { renderJson, renderText } from "./render.ts";
+
+export interface VerifyResult {
+  exitCode: 0 | 1 | 2;
+  text: string;
+  notes: string[];
+}
+
+export interface VerifyDeps {
+  clock?: Clock;
+  /** Pause before the second look at what the first pass found. */
+  recheckAfterMs?: number;
+  /** Dry runs in flight at once. */
+  concurrency?: number;
+}
+
+interface Listed {
+  listings: Map<string, TypeListing>;
+  /** The served resource of every dependency type, for the dry-run paths. */
+  targets: { resource: ApiResource; items: readonly unknown[] }[];
+}
+
+/** Every type the rules name, listed in the session's workspace; the dependency types with their resource. */
+async function listAll(s: Session, rules: readonly RuleInWorkspace[]): Promise<Listed> {
+  const wanted = new Map<string, { group: string; resource: string; target: boolean }>();
+  for (const { rule } of rules) {
+    if (!rule.dependent) continue;
+    const d = rule.dependent;
+    const key = listingKey(d.group, d.resource);
+    wanted.set(key, { group: d.group, resource: d.resource, target: wanted.get(key)?.target ?? false });
+    for (const dep of rule.dependencies)
+      wanted.set(listingKey(dep.target.group, dep.target.resource), { ...dep.target, target: true });
+  }
+  const out: Listed = { listings: new Map(), targets: [] };
+  for (const [key, t] of wanted) {
+    const r = await resourceFor(s, t.group, t.resource);
+    const listing: TypeListing = { group: t.group, resource: t.resource };
+    if (r) {
+      listing.kind = r.kind;
+      listing.namespaced = r.namespaced;
+      const items = await listObjects(s, r);
+      if (items) listing.items = items;
+      if (items && t.target) out.targets.push({ resource: r, items });
+    }
+    out.listings.set(key, listing);
+  }
+  return out;
+}
+
+function objectOf(r: ApiResource, item: unknown): VerifyObject | undefined {
+  const meta = isRecord(item) && isRecord(item["metadata"]) ? item["metadata"] : {};
+  const ann = isRecord(meta["annotations"]) ? meta["annotations"] : {};
+  if (typeof meta["name"] !== "string" || meta["name"] === "") return undefined;
+  const o: VerifyObject = {
+    group: r.group,
+    resource: r.name,
+    kind: r.kind,
+    name: meta["name"],
+    skipProtection: ann[SKIP_PROTECTION_ANNOTATION] === "true",
+  };
+  if (typeof meta["namespace"] === "string" && meta["namespace"] !== "") o.namespace = meta["namespace"];
+  return o;
+}
+
+async function pool<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+}
+
+/** One pass: list, expect, dry-run (only the objects `only` names, when given), judge. */
+async function pass(
+  s: Session,
+  rules: readonly RuleInWorkspace[],
+  concurrency: number,
+  only?: ReadonlySet<string>,
+): Promise<{ verdicts: Map<string, Verdict>; checked: number; referenced: number }> {
+  const listed = await listAll(s, rules);
+  // Warn rules never refuse: an object only they reference must be allowed.
+  const deny = rules.filter((r) => r.rule.enforcement === "Deny");
+  const expected = expectedByObject(findReferences(deny, listed.listings));
+  const objects = listed.targets
+    .flatMap((t) => t.items.map((i) => ({ resource: t.resource, object: objectOf(t.resource, i) })))
+    .filter((o): o is { resource: ApiResource; object: VerifyObject } => o.object !== undefined)
+    .filter((o) => !only || only.has(objectKey(o.object)));
+  const verdicts = new Map<string, Verdict>();
+  let referenced = 0;
+  await pool(objects, concurrency, async ({ resource, object }) => {
+    const key = objectKey(object);
+    const want = expected.get(key) ?? [];
+    if (want.length > 0 && !object.skipProtection) referenced++;
+    const path = `${collectionPath(resource, object.namespace)}/${encodeURIComponent(object.name)}`;
+    const answer = await dryRunDelete(s, path);
+    // Gone since the listing: nothing to verify.
+    if (!("allowed" in answer) && answer.status === 404) return;
+    verdicts.set(key, verdictFor(object, want, "allowed" in answer ? { allowed: true } : { allowed: false, ...answer }));
+  });
+  return { verdicts, checked: verdicts.size, referenced };
+}
+
+export async function runVerify(cmd: VerifyCommand, deps: VerifyDeps = {}): Promise<VerifyResult> {
+  const clock = deps.clock ?? realClock;
+  const concurrency = deps.concurrency ?? 8;
+  const s = openSession(cmd.connection);
+  try {
+    const scan = await readRules(s, cmd.ruleWorkspaces);
+    const notes = [...scan.skipped];
+    if (scan.rules.length === 0) {
+      notes.push(`no DependencyRules readable in ${scan.searched.length} workspace(s): name them with --rule-workspace`);
+      return { exitCode: 2, text: "", notes };
+    }
+    let first;
+    try {
+      first = await pass(s, scan.rules, concurrency);
+    } catch (err) {
+      throw explain(err, `verify ${s.workspace}`);
+    }
+    // Sorted by object, so the report reads the same run after run.
+    let found = [...first.verdicts.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, v]) => v)
+      .filter((v): v is Finding => !v.ok);
+    if (found.length > 0) {
+      await clock.sleep(deps.recheckAfterMs ?? 2_000);
+      const keys = new Set(found.map((v) => objectKey("mismatch" in v ? v.mismatch.object : v.unverified.object)));
+      found = confirmed(found, (await pass(s, scan.rules, concurrency, keys)).verdicts);
+    }
+    const report: VerifyReport = {
+      workspace: s.workspace,
+      rules: scan.rules.map((r) => `${r.workspace}:${r.rule.key.name}`).sort(),
+      checked: first.checked,
+      referenced: first.referenced,
+      mismatches: found.flatMap((v) => ("mismatch" in v ? [v.mismatch] : [])),
+      unverified: found.flatMap((v) => ("unverified" in v ? [v.unverified] : [])),
+    };
+    return { exitCode: exitCodeOf(report), text: cmd.format === "json" ? renderJson(report) : renderText(report), notes };
+  } finally {
+    s.base.close();
+  }
+}
