@@ -6,13 +6,14 @@ const CONNECTION_HELP = `Connection (as kubectl):
   --context <name>       kubeconfig context to use
   --workspace <path>     kcp workspace to act in, e.g. root:consumer1 (default: the one in the kubeconfig's server URL)`;
 
-export const HELP: Record<Topic | "main", string> = {
+export const HELP: Record<Topic | "teardown" | "main", string> = {
   main: `kubectl dependencies: what DependencyRules protect, and why a delete is refused.
 
 Commands:
   why <resource>/<name> [-n <namespace>]   would deleting this object be refused now, and by what
   graph [-o mermaid|dot|json] [--objects]  the graph of the rules (or of one workspace's objects)
   check                                    dangling references in a workspace, and rules that are not Ready
+  teardown -n <ns> | --workspace <path>    delete everything there in dependency order (--plan: only show it)
   verify [-o text|json]                    does protection refuse exactly what the rules say, in a workspace
 
 Run "kubectl dependencies <command> --help" for a command's flags.
@@ -86,4 +87,33 @@ ${CONNECTION_HELP}
 
 Example:
   kubectl dependencies verify --workspace root:consumer1 -o json`,
+  teardown: `kubectl dependencies teardown (-n <namespace> | --workspace <path>) [--plan [-o table|json]]
+
+Deletes every object of the workspace's bound types (APIBindings) in one namespace (-n), or in the whole workspace
+(--workspace without -n: every namespace and the cluster-scoped objects), in dependency order: dependents first.
+The order comes from kcp itself: a server-side dry-run DELETE of each object, and the blockers the webhook names
+in its refusal (status.details.causes), so no access to the rules is needed. Each wave is deleted, then waited for
+until its objects are gone (finalizers included); then the rest is planned again. Only objects a dry run just
+allowed are deleted; protection is never skipped unless you name the object with --skip-protection.
+
+With --plan nothing is deleted: the waves, what blocks what, cycles, objects held by finalizers.
+
+Exit code: 0 done (or, with --plan, every object has a wave); 1 it cannot finish (a cycle, a blocker outside the
+teardown, a delete refused for another reason, a finalizer that does not clear before --timeout); 2 no answer.
+
+Flags:
+  -n, --namespace <ns>                the namespace to empty
+  --plan                              print the plan, delete nothing
+  -o, --output <format>               table (default) or json (schema: docs/operations.md)
+  --timeout <duration>                give up after this long (default 10m)
+  --concurrency <n>                   dry runs, deletes and reads at a time (default 8)
+  --skip-protection <resource>/<name> allow skip-protection for this object: the plugin sets the annotation
+                                      before deleting it (repeatable; to break a cycle)
+
+${CONNECTION_HELP}
+
+Examples:
+  kubectl dependencies teardown -n default --plan
+  kubectl dependencies teardown -n default --timeout 5m
+  kubectl dependencies teardown --workspace root:consumer1 --plan -o json`,
 };

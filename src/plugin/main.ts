@@ -4,6 +4,8 @@ import { parseArgs } from "./args.ts";
 import { HELP } from "./help.ts";
 import { runCheck, runGraph } from "./inspect.ts";
 import { PluginError } from "./source.ts";
+import { parseTeardownArgs } from "./teardown/args.ts";
+import { teardownCli } from "./teardown/cli.ts";
 import { runVerify } from "./verify/run.ts";
 import { runWhy } from "./why.ts";
 
@@ -13,6 +15,8 @@ export interface Output {
 }
 
 export async function run(argv: readonly string[], io: Output, env: NodeJS.ProcessEnv = {}): Promise<number> {
+  const teardown = parseTeardownArgs(argv);
+  if (teardown) return teardownCli(teardown, io, env);
   const parsed = parseArgs(argv);
   if (!parsed.ok) {
     io.err(

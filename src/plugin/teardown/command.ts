@@ -1,0 +1,45 @@
+// `kubectl dependencies teardown`: open the user's session, find the bound types, then either print the plan
+// (--plan) or run it. Exit code 0: planned / done; 1: the plan cannot be completed, or the run could not finish.
+import { realClock, type Clock } from "../../util/clock.ts";
+import { openSession } from "../source.ts";
+import type { TeardownCommand } from "./args.ts";
+import { executeTeardown } from "./execute.ts";
+import { planJson, planTable, runReport, type PlanContext } from "./render.ts";
+import { boundTypes, kcpTeardownApi, namedIds, type Scope } from "./source.ts";
+import { survey } from "./survey.ts";
+
+export interface TeardownResult {
+  exitCode: 0 | 1;
+  text: string;
+}
+
+export async function runTeardown(
+  cmd: TeardownCommand,
+  progress: (line: string) => void,
+  clock: Clock = realClock,
+): Promise<TeardownResult> {
+  const s = openSession(cmd.connection);
+  try {
+    const scope: Scope = cmd.namespace !== undefined ? { namespace: cmd.namespace } : { workspace: true };
+    const ctx: PlanContext = {
+      workspace: s.workspace,
+      ...(cmd.namespace !== undefined ? { namespace: cmd.namespace } : {}),
+    };
+    const types = await boundTypes(s);
+    const api = kcpTeardownApi(s, scope, types, namedIds(cmd.skipProtection, types, cmd.namespace));
+    if (cmd.plan) {
+      const { plan } = await survey(api, await api.list(), cmd.concurrency);
+      const text = cmd.format === "json" ? planJson(plan, ctx) : planTable(plan, ctx);
+      return { exitCode: plan.stuck.length === 0 ? 0 : 1, text };
+    }
+    const report = await executeTeardown(api, {
+      concurrency: cmd.concurrency,
+      timeoutMs: cmd.timeoutMs,
+      clock,
+      progress,
+    });
+    return { exitCode: report.ok ? 0 : 1, text: runReport(report, ctx) };
+  } finally {
+    s.base.close();
+  }
+}

@@ -1,0 +1,100 @@
+// Asking kcp what blocks what, with nothing but the user's rights: a server-side dry-run DELETE of every object (a
+// bounded number at a time), the webhook's causes read back into edges to the objects they name. No rule is read.
+import type { Refusal } from "../causes.ts";
+import { planTeardown, push, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
+
+/** What kcp answers a DELETE (or a dry run of one). */
+export type DeleteAnswer =
+  | { outcome: "allowed" }
+  /** Already gone (404) or replaced by a new object of that name (409 on the uid precondition). */
+  | { outcome: "gone" }
+  | { outcome: "refused"; status: number; refusal: Refusal };
+
+/** The I/O teardown needs; source.ts implements it against kcp, tests with a map. */
+export interface TeardownApi {
+  /** Every object in scope, as it is now. */
+  list(): Promise<PlanObject[]>;
+  /** A server-side dry-run DELETE. */
+  dryRun(o: PlanObject): Promise<DeleteAnswer>;
+  delete(o: PlanObject): Promise<DeleteAnswer>;
+  /** The object as it is now; undefined once gone. */
+  get(o: PlanObject): Promise<PlanObject | undefined>;
+  /** Sets the skip-protection annotation (only on objects the user named). */
+  skipProtection(o: PlanObject): Promise<void>;
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time, answers in the items' order. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return out;
+}
+
+const key = (kind: string, namespace: string | undefined, name: string): string => `${kind}/${namespace ?? ""}/${name}`;
+
+/** kind/namespace/name → ids (one kind may be served by two groups). */
+function indexByKind(objects: readonly PlanObject[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const o of objects) {
+    const k = key(o.kind, o.namespace, o.name);
+    push(out, k, o.id);
+  }
+  return out;
+}
+
+/** The ids a refusal's blockers name, and those not among the objects (said as the webhook said them). */
+export function resolveBlockers(
+  target: PlanObject,
+  refusal: Refusal,
+  byKind: ReadonlyMap<string, string[]>,
+): { edges: BlockEdge[]; outside: string[] } {
+  const edges: BlockEdge[] = [];
+  const outside: string[] = [];
+  for (const b of refusal.blockers) {
+    // `Kind/name` is a dependent in the target's namespace, or a cluster-scoped one.
+    const ids =
+      byKind.get(key(b.kind, b.namespace ?? target.namespace, b.name)) ??
+      (b.namespace === undefined ? byKind.get(key(b.kind, undefined, b.name)) : undefined);
+    if (!ids) {
+      const ns = b.namespace ?? target.namespace;
+      outside.push(ns ? `${b.kind}/${ns}/${b.name}` : `${b.kind}/${b.name}`);
+      continue;
+    }
+    for (const from of ids) edges.push({ from, to: target.id, ...(b.field ? { field: b.field } : {}) });
+  }
+  return { edges, outside };
+}
+
+/** A refusal that names no blocker, in one line. */
+export function refusalText(status: number, r: Refusal): string {
+  return `delete refused (${status}${r.reason ? ` ${r.reason}` : ""}): ${r.message || "no message"}`;
+}
+
+/** Dry-runs every object not yet deleting and plans from what the refusals name. */
+export async function survey(
+  api: TeardownApi,
+  objects: readonly PlanObject[],
+  concurrency: number,
+): Promise<{ plan: Plan; dryRuns: number }> {
+  const byKind = indexByKind(objects);
+  const edges: BlockEdge[] = [];
+  const obstacles = new Map<string, Obstacle>();
+  const asked = objects.filter((o) => !o.deleting && !o.skipProtection);
+  const answers = await mapLimit(asked, concurrency, (o) => api.dryRun(o));
+  asked.forEach((o, i) => {
+    const a = answers[i]!;
+    if (a.outcome !== "refused") return;
+    const found = resolveBlockers(o, a.refusal, byKind);
+    edges.push(...found.edges);
+    if (found.outside.length > 0) obstacles.set(o.id, { outside: found.outside });
+    else if (a.refusal.blockers.length === 0) obstacles.set(o.id, { refused: refusalText(a.status, a.refusal) });
+  });
+  return { plan: planTeardown(objects, edges, obstacles), dryRuns: asked.length };
+}

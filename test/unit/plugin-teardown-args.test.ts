@@ -1,0 +1,86 @@
+// teardown's command line through the command kit: scope (-n or --workspace), --plan and -o, --timeout,
+// --concurrency, repeated --skip-protection; usage errors with the teardown hint; other commands left to args.ts;
+// the help page names exactly the flags the kit reads for teardown.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { HELP } from "../../src/plugin/help.ts";
+import { run } from "../../src/plugin/main.ts";
+import { parseTeardownArgs, TEARDOWN_FLAGS } from "../../src/plugin/teardown/args.ts";
+
+describe("teardown arguments", () => {
+  it("-n with --plan -o json", () => {
+    assert.deepEqual(parseTeardownArgs(["teardown", "-n", "default", "--plan", "-o", "json"]), {
+      ok: true,
+      command: {
+        name: "teardown",
+        namespace: "default",
+        plan: true,
+        format: "json",
+        timeoutMs: 600_000,
+        concurrency: 8,
+        skipProtection: [],
+        connection: {},
+      },
+    });
+  });
+
+  it("--workspace alone is the whole workspace; flags before the command; repeated --skip-protection", () => {
+    const r = parseTeardownArgs([
+      "--kubeconfig=/k",
+      "teardown",
+      "--workspace",
+      "root:c",
+      "--timeout=2m",
+      "--concurrency",
+      "3",
+      "--skip-protection",
+      "vpc/a",
+      "--skip-protection=subnet/b",
+    ]);
+    assert.ok(r?.ok && r.command.name === "teardown");
+    assert.equal(r.command.namespace, undefined);
+    assert.deepEqual(r.command.connection, { kubeconfig: "/k", workspace: "root:c" });
+    assert.equal(r.command.timeoutMs, 120_000);
+    assert.equal(r.command.concurrency, 3);
+    assert.deepEqual(r.command.skipProtection, ["vpc/a", "subnet/b"]);
+  });
+
+  it("usage errors name the problem; other commands are not teardown's", () => {
+    const cases: [string[], RegExp][] = [
+      [["teardown"], /say what to take down/],
+      [["teardown", "-n", "x", "-o", "yaml"], /-o yaml: the output format is one of table, json/],
+      [["teardown", "-n", "x", "--concurrency", "0"], /--concurrency 0/],
+      [["teardown", "-n", "x", "--timeout", "soon"], /invalid duration/],
+      [["teardown", "-n", "x", "--objects"], /teardown does not take --objects/],
+      [["teardown", "-n", "x", "--bogus"], /unknown flag --bogus/],
+    ];
+    for (const [argv, want] of cases) {
+      const r = parseTeardownArgs(argv);
+      assert.ok(r && !r.ok, argv.join(" "));
+      assert.match(r.error, want);
+    }
+    assert.equal(parseTeardownArgs(["why", "vpc/x"]), undefined);
+    assert.equal(parseTeardownArgs(["graph", "--plan"]), undefined);
+    assert.equal(parseTeardownArgs(["--help"]), undefined);
+  });
+
+  it("through run: help page, and a usage error with exit 2 and the teardown hint", async () => {
+    let out = "";
+    let err = "";
+    const io = { out: (s: string) => (out += s), err: (s: string) => (err += s) };
+    assert.equal(await run(["teardown", "--help"], io), 0);
+    assert.match(out, /^kubectl dependencies teardown/);
+    assert.equal(await run(["teardown"], io), 2);
+    assert.match(err, /Run "kubectl dependencies teardown --help" for usage/);
+    out = "";
+    assert.equal(await run(["--help"], io), 0);
+    assert.match(out, /teardown -n <ns> \| --workspace <path>/);
+  });
+
+  it("the help page names exactly the flags the kit reads for teardown", () => {
+    const named = new Set([...HELP.teardown.matchAll(/^\s+(?:-\w, )?--([a-z-]+)/gm)].map((m) => m[1]));
+    for (const f of TEARDOWN_FLAGS) assert.ok(named.has(f.name), `--${f.name} in the help page`);
+    for (const c of ["kubeconfig", "context", "workspace"]) named.delete(c);
+    assert.deepEqual([...named].sort(), TEARDOWN_FLAGS.map((f) => f.name).sort());
+  });
+});

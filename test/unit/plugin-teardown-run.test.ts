@@ -1,0 +1,229 @@
+// The teardown run loop without kcp: a fake workspace that refuses deletes the way the webhook does (causes naming
+// the dependents still there), VMs held by a finalizer a fake backend clears a while after their delete, and a
+// clock that moves only when the loop sleeps. Checks order (no object deleted while something references it),
+// zero refused deletes, finalizer waits, cycles, timeouts with the holds, other refusals; and the plan's JSON.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Refusal } from "../../src/plugin/causes.ts";
+import { executeTeardown } from "../../src/plugin/teardown/execute.ts";
+import { objectId, type PlanObject } from "../../src/plugin/teardown/plan.ts";
+import { planJson } from "../../src/plugin/teardown/render.ts";
+import { survey, type DeleteAnswer, type TeardownApi } from "../../src/plugin/teardown/survey.ts";
+import type { Clock } from "../../src/util/clock.ts";
+
+/** Time moves only when someone sleeps: the loop runs without waiting. */
+class SteppingClock implements Clock {
+  t = 0;
+  now = (): number => this.t;
+  sleep = (ms: number): Promise<void> => {
+    this.t += ms;
+    return Promise.resolve();
+  };
+  after = (): { cancel(): void } => ({ cancel: () => undefined });
+}
+
+interface FakeObj {
+  o: PlanObject;
+  refs: string[];
+  deletedAt?: number;
+}
+
+const KINDS: Record<string, string> = { vms: "VirtualMachine", subnets: "Subnet", vpcs: "VPC" };
+
+class FakeWorkspace implements TeardownApi {
+  readonly objs = new Map<string, FakeObj>();
+  refused = 0;
+  deletes: string[] = [];
+  readonly clock: SteppingClock;
+  /** When the backend clears a finalizer after the delete; Infinity: never. */
+  readonly finalizerMs: number;
+  constructor(clock: SteppingClock, finalizerMs = 3_000) {
+    this.clock = clock;
+    this.finalizerMs = finalizerMs;
+  }
+
+  add(resource: string, name: string, refs: string[] = [], finalizers: string[] = []): void {
+    const o: PlanObject = {
+      id: objectId("g", resource, "default", name),
+      group: "g",
+      version: "v1",
+      resource,
+      kind: KINDS[resource] ?? resource,
+      namespace: "default",
+      name,
+      finalizers,
+      deleting: false,
+      skipProtection: false,
+    };
+    this.objs.set(o.id, { o, refs: refs.map((r) => objectId("g", r.split("/")[0]!, "default", r.split("/")[1]!)) });
+  }
+
+  private tick(): void {
+    for (const [id, f] of this.objs)
+      if (f.deletedAt !== undefined && this.clock.now() - f.deletedAt >= this.finalizerMs) this.objs.delete(id);
+  }
+
+  private refusal(o: PlanObject): Refusal | undefined {
+    const by = [...this.objs.values()].filter((f) => f.refs.includes(o.id));
+    if (by.length === 0 || o.skipProtection) return undefined;
+    const blockers = by.map((f) => ({ kind: f.o.kind, name: f.o.name, field: ".spec.ref" }));
+    return {
+      code: 409,
+      reason: "Conflict",
+      message: "denied",
+      webhook: "w",
+      blockers,
+      source: "causes",
+      complete: true,
+    };
+  }
+
+  list(): Promise<PlanObject[]> {
+    this.tick();
+    return Promise.resolve([...this.objs.values()].map((f) => ({ ...f.o })));
+  }
+  dryRun(o: PlanObject): Promise<DeleteAnswer> {
+    const r = this.refusal(o);
+    return Promise.resolve(r ? { outcome: "refused", status: 409, refusal: r } : { outcome: "allowed" });
+  }
+  delete(o: PlanObject): Promise<DeleteAnswer> {
+    const f = this.objs.get(o.id);
+    if (!f) return Promise.resolve({ outcome: "gone" });
+    const r = this.refusal(f.o);
+    if (r) {
+      this.refused++;
+      return Promise.resolve({ outcome: "refused", status: 409, refusal: r });
+    }
+    // Everything that names it must be gone (finalizers included): else the order was wrong.
+    this.deletes.push(o.id);
+    if (f.o.finalizers.length === 0) this.objs.delete(o.id);
+    else {
+      f.o.deleting = true;
+      f.deletedAt ??= this.clock.now();
+    }
+    return Promise.resolve({ outcome: "allowed" });
+  }
+  get(o: PlanObject): Promise<PlanObject | undefined> {
+    this.tick();
+    const f = this.objs.get(o.id);
+    return Promise.resolve(f ? { ...f.o } : undefined);
+  }
+  skipProtection(o: PlanObject): Promise<void> {
+    const f = this.objs.get(o.id);
+    if (f) f.o.skipProtection = true;
+    return Promise.resolve();
+  }
+}
+
+function chain(ws: FakeWorkspace, n: number): void {
+  for (let i = 0; i < n; i++) {
+    ws.add("vpcs", `vpc-${i}`);
+    ws.add("subnets", `subnet-${i}`, [`vpcs/vpc-${i}`]);
+    ws.add("vms", `vm-${i}`, [`subnets/subnet-${i}`, `vpcs/vpc-${i}`], ["backend.test/hold"]);
+  }
+}
+
+const opts = (clock: Clock, timeoutMs = 600_000) => ({
+  concurrency: 4,
+  timeoutMs,
+  clock,
+  pollMs: 500,
+  progress: (): void => undefined,
+});
+
+describe("teardown run loop", () => {
+  it("empties a VM → Subnet → VPC workspace wave by wave, waiting out the VMs' finalizer, no refusal", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    chain(ws, 5);
+    const lines: string[] = [];
+    const r = await executeTeardown(ws, { ...opts(clock), progress: (l) => lines.push(l) });
+    assert.equal(r.ok, true, r.problem);
+    assert.equal(ws.objs.size, 0);
+    assert.equal(ws.refused, 0);
+    assert.equal(r.refusedDeletes, 0);
+    assert.equal(r.deleted, 15);
+    assert.deepEqual(
+      r.waves.map((w) => new Set(w.map((id) => id.split("/")[1]))),
+      [new Set(["vms"]), new Set(["subnets"]), new Set(["vpcs"])],
+    );
+    assert.ok(clock.now() >= 3_000, "it waited for the finalizer");
+    assert.match(lines[0]!, /^wave 1\/3: 15 object\(s\) left, 0 deleted/);
+  });
+
+  it("a finalizer that never clears: stops at --timeout naming each object and what holds it", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock, Infinity);
+    chain(ws, 2);
+    const r = await executeTeardown(ws, opts(clock, 10_000));
+    assert.equal(r.ok, false);
+    assert.match(r.problem!, /timed out waiting for 2 object\(s\) of wave 1/);
+    assert.deepEqual(
+      r.holds.map((h) => h.finalizers),
+      [["backend.test/hold"], ["backend.test/hold"]],
+    );
+  });
+
+  it("a cycle: nothing on it is deleted, the report names it", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    ws.add("vpcs", "a", ["subnets/b"]);
+    ws.add("subnets", "b", ["vpcs/a"]);
+    ws.add("vms", "free");
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, false);
+    assert.equal(r.deleted, 1);
+    assert.deepEqual(r.plan?.cycles, [["g/subnets/default/b", "g/vpcs/default/a"]]);
+    assert.equal(ws.objs.size, 2);
+  });
+
+  it("skip-protection named for one cycle member: it goes first, then the other", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    ws.add("vpcs", "a", ["subnets/b"]);
+    ws.add("subnets", "b", ["vpcs/a"]);
+    ws.objs.get("g/vpcs/default/a")!.o.skipProtection = true;
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, true, r.problem);
+    assert.deepEqual(ws.deletes, ["g/vpcs/default/a", "g/subnets/default/b"]);
+  });
+
+  it("a delete refused for another reason stops with that refusal", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    ws.add("vpcs", "locked");
+    ws.delete = () =>
+      Promise.resolve({
+        outcome: "refused",
+        status: 403,
+        refusal: { code: 403, reason: "Forbidden", message: "no", blockers: [], source: "none", complete: false },
+      });
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, false);
+    assert.match(r.problem!, /locked: delete refused \(403 Forbidden\): no/);
+  });
+
+  it("--plan -o json: three waves in order, edges, finalizer holds", async () => {
+    const ws = new FakeWorkspace(new SteppingClock());
+    chain(ws, 1);
+    const { plan } = await survey(ws, await ws.list(), 4);
+    const doc = JSON.parse(planJson(plan, { workspace: "root:c", namespace: "default" })) as {
+      kind: string;
+      complete: boolean;
+      waves: string[][];
+      objects: { name: string; wave: number; blockedBy: string[] }[];
+      finalizerHolds: { id: string }[];
+    };
+    assert.equal(doc.kind, "TeardownPlan");
+    assert.equal(doc.complete, true);
+    assert.deepEqual(doc.waves, [["g/vms/default/vm-0"], ["g/subnets/default/subnet-0"], ["g/vpcs/default/vpc-0"]]);
+    assert.deepEqual(doc.objects.find((o) => o.name === "vpc-0")?.blockedBy, [
+      "g/subnets/default/subnet-0",
+      "g/vms/default/vm-0",
+    ]);
+    assert.deepEqual(
+      doc.finalizerHolds.map((h) => h.id),
+      ["g/vms/default/vm-0"],
+    );
+  });
+});
