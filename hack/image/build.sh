@@ -5,15 +5,22 @@
 # Layers are cached (--layers), so a second build with the same inputs reuses them.
 #
 # Prints the image reference as its last line of stdout; progress goes to stderr.
+#   IMAGE_CONTEXT=/path   build another checkout (its Dockerfile and files), e.g. one made with `git archive HEAD`
+#                         while the working tree is mid-edit; default: this repository
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh"
 
 need_image_tools
 start=$(date +%s)
+# Working containers a failed build left behind (the test's containers are named kdc-e2e-*, and are not touched).
+for c in $(bh containers --format '{{.ContainerName}}' 2>/dev/null | grep -e '-working-container$' || true); do
+  bh rm "$c" >/dev/null 2>&1 || true
+done
 bash "$here/base.sh"
 
-args=(--layers --pull=never --file "$IMAGE_REPO_ROOT/Dockerfile")
+context="${IMAGE_CONTEXT:-$IMAGE_REPO_ROOT}"
+args=(--layers --pull=never --file "$context/Dockerfile")
 # A network that inspects TLS (its CA named by NODE_EXTRA_CA_CERTS on the host, as on these machines): the build's
 # `npm ci` must trust that CA too. npm reads /usr/local/etc/npmrc (its global config in the node image), so a folder
 # with that file and the CA is mounted over the base's empty /usr/local/etc in the RUN steps only; no layer keeps it.
@@ -29,10 +36,10 @@ fi
 # The stages first, each under a tag, so that their cached layers are not pruned below; the final build reuses them.
 for stage in build deps runtime; do
   log "stage $stage"
-  bh bud "${args[@]}" --tag "$IMAGE_REF-stage-$stage" --target "$stage" "$IMAGE_REPO_ROOT" >&2
+  bh bud "${args[@]}" --tag "$IMAGE_REF-stage-$stage" --target "$stage" "$context" >&2
 done
 log "building $IMAGE_REF from the Dockerfile (buildah bud, layers cached in $IMAGE_CACHE)"
-bh bud "${args[@]}" --tag "$IMAGE_REF" "$IMAGE_REPO_ROOT" >&2
+bh bud "${args[@]}" --tag "$IMAGE_REF" "$context" >&2
 # What earlier builds left untagged: removed, childless images first, until none is left (vfs keeps a full copy of
 # the root filesystem per layer, so stale layers add up fast).
 for _ in $(seq 1 30); do
