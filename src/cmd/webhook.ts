@@ -5,6 +5,7 @@ import { DEFAULT_EXPORT_NAME } from "../api/types.ts";
 import { createLogger } from "../observability/logger.ts";
 import { startWebhook, type WebhookConfig } from "../webhook/runtime.ts";
 import { DEFAULT_LIMITS, type TransportLimits } from "../webhook/http/limits.ts";
+import { indexBudgetFlags, parseIndexBudget } from "../webhook/deletion/index/budget-flags.ts";
 import { parse, readFlags, runCommand, usage, UsageError, type Command, type Flag, type RunOptions } from "./kit.ts";
 
 const FLAGS: Flag[] = [
@@ -72,9 +73,9 @@ const FLAGS: Flag[] = [
   {
     name: "lookup",
     env: "LOOKUP",
-    arg: "index|live",
-    default: "index",
-    help: "index: watch dependents through each provider's APIExport virtual workspace (provider consent, deploy/rbac/provider-index.yaml); live: list them on every DELETE (per-shard grant, deploy/rbac/system-admin.yaml)",
+    arg: "auto|index|live",
+    default: "auto",
+    help: "index: watch dependents through each provider's APIExport virtual workspace (provider consent, deploy/rbac/provider-index.yaml); live: list them on every DELETE (per-shard grant, deploy/rbac/system-admin.yaml); auto: the index where the provider consented, else a live list where the grant is held",
   },
   {
     name: "legacy-validate-route",
@@ -90,6 +91,7 @@ const FLAGS: Flag[] = [
     help: "where dependents are listed (default: the kubeconfig server without /clusters/...)",
   },
   ...limitFlags(),
+  ...indexBudgetFlags(),
 ];
 
 /** The transport's limits (src/webhook/http/limits.ts says why each default). */
@@ -185,8 +187,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
   const ciphers = v["tls-cipher-suites"];
   const legacy = parse.bool(v["legacy-validate-route"]!, "legacy-validate-route");
   const lookup = v["lookup"];
-  if (lookup !== "index" && lookup !== "live")
-    throw new UsageError(`--lookup: want index or live, got ${JSON.stringify(lookup)}`);
+  if (lookup !== "auto" && lookup !== "index" && lookup !== "live")
+    throw new UsageError(`--lookup: want auto, index or live, got ${JSON.stringify(lookup)}`);
   return {
     kubeconfig,
     lookup,
@@ -201,6 +203,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     healthProbeBindAddress: parse.listen(v["health-probe-bind-address"]!, "health-probe-bind-address"),
     kcpBaseUrl: kcpBaseUrl?.replace(/\/+$/, ""),
     limits: parseLimits(v),
+    indexBudget: parseIndexBudget(v),
   };
 }
 

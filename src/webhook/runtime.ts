@@ -19,7 +19,8 @@ import { registerIndexMetrics } from "./deletion/index/metrics.ts";
 import { IndexReadiness } from "./deletion/index/readiness.ts";
 import { IndexReporter } from "./deletion/index/report.ts";
 import { exportWatchFactory } from "./deletion/index/watches.ts";
-import { LiveDependentFinder } from "./deletion/live.ts";
+import type { IndexBudget } from "./deletion/index/budget.ts";
+import { finderFor, type LookupMode } from "./deletion/hybrid.ts";
 import type { RuleRegistry } from "./rules/registry.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
 import { createRuleAdmissionHandler } from "./rules/rule-admission.ts";
@@ -42,12 +43,14 @@ export interface WebhookConfig {
   /**
    * How dependents are found: "index" watches each dependent type through its provider's APIExport virtual
    * workspace (the provider's consent, deploy/rbac/provider-index.yaml); "live" lists them in the consumer workspace
-   * on every DELETE (the per-shard grant, deploy/rbac/system-admin.yaml).
+   * on every DELETE (the per-shard grant, deploy/rbac/system-admin.yaml); "auto" (the default) uses the index where
+   * the provider consented and the live lookup where the webhook holds the grant (deletion/hybrid.ts).
    */
-  lookup?: "index" | "live";
+  lookup?: LookupMode;
   /** Serve the Go original's /validate too (every provider's rules match there). */
   legacyValidateRoute?: boolean;
   limits?: TransportLimits; // review slots, queue, connections, body pace
+  indexBudget?: Partial<IndexBudget>; // what the index keeps per consumer workspace (deletion/index/budget.ts)
 }
 
 export interface RunningWebhook {
@@ -75,7 +78,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     const metrics = createWebhookMetrics(metricsRegistry);
     const resolver = new WorkspaceResolver({ base: conn.base });
     const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;
-    const index = flags.lookup === "live" ? undefined : startIndex(conn, lookupBase, logger, steps);
+    const index = flags.lookup === "live" ? undefined : startIndex(conn, lookupBase, logger, steps, flags.indexBudget);
     if (!index) await withdrawIndexReport(conn.workspaceClient, logger);
     if (index) registerIndexMetrics(metricsRegistry, index);
     const { rules, source } = ruleSource(conn, flags.apiExportName, resolver, logger, metrics, index);
@@ -84,7 +87,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
 
     const handler = createAdmissionHandler({
       registry: () => source.current(),
-      finder: index ?? new LiveDependentFinder({ base: lookupBase }),
+      finder: finderFor(flags.lookup ?? "auto", index, lookupBase, logger, metricsRegistry),
       logger: logger.child({ part: "admission" }),
       metrics,
     });
@@ -187,6 +190,7 @@ function startIndex(
   base: RestClient,
   logger: Logger,
   steps: (() => unknown)[],
+  budget?: Partial<IndexBudget>,
 ): DependentsIndex {
   const reporter = new IndexReporter({
     client: conn.workspaceClient,
@@ -195,7 +199,7 @@ function startIndex(
   });
   const indexLogger = logger.child({ part: "index" });
   const index = new DependentsIndex({
-    watch: exportWatchFactory(base, indexLogger),
+    watch: exportWatchFactory(base, indexLogger, undefined, budget),
     logger: indexLogger,
     onChange: () => reporter.changed(),
   });

@@ -24,7 +24,7 @@ describe("parseConfig", () => {
       healthProbeBindAddress: ":8081",
       kcpBaseUrl: undefined,
       minTLSVersion: "TLSv1.2",
-      lookup: "index",
+      lookup: "auto",
       limits: DEFAULT_LIMITS,
     });
   });
@@ -55,11 +55,13 @@ describe("parseConfig", () => {
     assert.throws(() => parseConfig(["--legacy-validate-route=maybe"], env), /want true or false/);
   });
 
-  it("takes --lookup=live and refuses other modes", () => {
-    const c = parseConfig(["--lookup=live"], env);
-    assert.ok(c !== "help");
-    assert.equal(c.lookup, "live");
-    assert.throws(() => parseConfig(["--lookup=cache"], env), /--lookup: want index or live, got "cache"/);
+  it("takes each --lookup mode (auto, index, live) and refuses others", () => {
+    for (const mode of ["live", "index", "auto"]) {
+      const c = parseConfig([`--lookup=${mode}`], env);
+      assert.ok(c !== "help");
+      assert.equal(c.lookup, mode);
+    }
+    assert.throws(() => parseConfig(["--lookup=cache"], env), /--lookup: want auto, index or live, got "cache"/);
   });
 
   it("takes caller authentication: a client CA with allowed subjects, and refuses subjects without a CA", () => {

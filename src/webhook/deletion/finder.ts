@@ -2,7 +2,7 @@
 // found or why the finder cannot answer now. "Cannot answer now" is an answer, not an exception, so the handler
 // does not need to know which finder it talks to; only a failure nobody expected is thrown (and becomes a 500).
 // Both finders (live.ts, index/) depend on this module, never on each other.
-import type { Lookup, LookupResult } from "../admission.ts";
+import type { Lookup, LookupResult, UnavailableSeen } from "../admission.ts";
 
 /** Dependents matching a lookup; `notBound` when the dependent type is not served in the consumer workspace (404). */
 export type FoundDependents = Extract<LookupResult, { ok: true }>;
@@ -10,8 +10,11 @@ export type FoundDependents = Extract<LookupResult, { ok: true }>;
 /**
  * Why a finder cannot answer yet: the type is not watched yet (starting), not listed on every shard (syncing),
  * a list or watch fails (failing), or the lookup's field paths are not indexed yet (not-indexed).
+ * `no-read-access` (only `--lookup=auto`, hybrid.ts) is not "yet": the rule's provider never consented to the index
+ * (or revoked it) and a live list in the consumer workspace is refused with 403 too, so nothing can check this
+ * dependent type there until one of the two grants is given.
  */
-export type UnavailableReason = "starting" | "syncing" | "failing" | "not-indexed";
+export type UnavailableReason = "starting" | "syncing" | "failing" | "not-indexed" | "no-read-access";
 
 /** The finder cannot answer truthfully now; `message` is safe to show the deleter, `detail` is for the log. */
 export interface Unavailable {
@@ -19,6 +22,11 @@ export interface Unavailable {
   reason: UnavailableReason;
   message: string;
   detail: string;
+  /**
+   * Set by a finder that keeps a last good view (the index): whether it ever had one, and whether the consumer held
+   * dependents of this type in it. decision.ts refuses only where they may be; without it, it refuses.
+   */
+  seen?: UnavailableSeen;
 }
 
 export type FinderAnswer = FoundDependents | Unavailable;
@@ -37,12 +45,12 @@ export const found = (dependents: FoundDependents["dependents"], complete: boole
   complete,
 });
 
-export const unavailable = (reason: UnavailableReason, message: string, detail: string): Unavailable => ({
-  ok: false,
-  reason,
-  message,
-  detail,
-});
+export const unavailable = (
+  reason: UnavailableReason,
+  message: string,
+  detail: string,
+  seen?: UnavailableSeen,
+): Unavailable => ({ ok: false, reason, message, detail, ...(seen ? { seen } : {}) });
 
 /** `/apis/<g>/<v>[/namespaces/<ns>]/<resource>` of the dependent type; the core group lives under `/api/<v>`. */
 export function dependentCollectionPath(lookup: Lookup, namespace: string | undefined): string {
