@@ -7,8 +7,8 @@ import { parseFieldPath, type FieldPath } from "../fieldpath/fieldpath.ts";
 import { isRecord } from "../util/json.ts";
 import { DEPENDENCY_SCHEMA, DEPENDENT_SCHEMA, ENFORCEMENTS, MAX_DEPENDENCIES, type Enforcement } from "./schema.ts";
 import { CLUSTER_ANNOTATION, type GroupResource, type RuleKey, type WorkspacePath } from "./types.ts";
-import { formatFieldError, validate } from "./validate.ts";
-import { parseLogicalClusterName, parseWorkspacePath } from "./wire.ts";
+import { formatFieldError, validate, type FieldError } from "./validate.ts";
+import { isWorkspacePath, MAX_PROVIDER_PATH_SEGMENTS, parseLogicalClusterName, parseWorkspacePath } from "./wire.ts";
 
 export interface GroupVersionResource extends GroupResource {
   version: string;
@@ -65,6 +65,18 @@ function isOwnName(path: FieldPath): boolean {
   return rest.length === 0 && a?.field === "metadata" && b?.field === "name" && a.selectors.length === 0;
 }
 
+/** The schema's pattern error for a well-formed path that is only too deep, said plainly. */
+function depthError(e: FieldError, entry: unknown, field: string): FieldError {
+  const path = isRecord(entry) && isRecord(entry["apiExportRef"]) ? entry["apiExportRef"]["path"] : undefined;
+  if (e.field !== `${field}.apiExportRef.path` || !isWorkspacePath(path)) return e;
+  const n = path.split(":").length;
+  if (n <= MAX_PROVIDER_PATH_SEGMENTS) return e;
+  return {
+    field: e.field,
+    message: `Invalid value: ${n} segments: may have at most ${MAX_PROVIDER_PATH_SEGMENTS} (root included)`,
+  };
+}
+
 /** One dependency entry: its problems, or the parsed entry. */
 function parseDependency(
   entry: unknown,
@@ -73,7 +85,7 @@ function parseDependency(
 ): { problems: string[] } | { dependency: ParsedDependency } {
   const field = `spec.dependencies[${index}]`;
   const pathField = `${field}.fieldRef.path`;
-  const errors = validate(DEPENDENCY_SCHEMA, entry, field);
+  const errors = validate(DEPENDENCY_SCHEMA, entry, field).map((e) => depthError(e, entry, field));
   const raw = isRecord(entry) && isRecord(entry["fieldRef"]) ? entry["fieldRef"]["path"] : undefined;
   const parsed = typeof raw === "string" ? parseFieldPath(raw) : undefined;
   if (parsed && !parsed.ok) {

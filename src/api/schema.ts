@@ -1,10 +1,11 @@
 // The one typed source of DependencyRule's OpenAPI v3 schema. The kcp manifests (deploy/kcp/) are generated from it
 // and the controller validates observed rules against it, so what kcp refuses and what the controller reports agree.
 // Spec fields, patterns and lengths are the Go original's so its manifests apply unchanged; the only
-// tightenings are `dependencies` minItems 1 and maxItems, and fieldRef.path is widened to allow `[*]` and `[n]`.
+// tightenings are `dependencies` minItems 1 and maxItems and at most MAX_PROVIDER_PATH_SEGMENTS segments in
+// apiExportRef.path (each may cost a read of kcp), and fieldRef.path is widened to allow `[*]` and `[n]`.
 import { FIELD_PATH_PATTERN } from "../fieldpath/fieldpath.ts";
 import { CONDITION_TYPES } from "./types.ts";
-import { WORKSPACE_PATH_PATTERN } from "./wire.ts";
+import { MAX_PROVIDER_PATH_SEGMENTS, PROVIDER_PATH_PATTERN } from "./wire.ts";
 
 /** The subset of Kubernetes' JSONSchemaProps this API uses (structural schema). */
 export interface JSONSchemaProps {
@@ -81,7 +82,12 @@ const dependencySchema: JSONSchemaProps = {
       description: "The APIExport serving the dependency; its workspace gets the deletion webhook.",
       required: ["name", "path"],
       properties: {
-        path: str("Workspace path of the APIExport, e.g. root:network-provider.", WORKSPACE_PATH_PATTERN, 253),
+        path: str(
+          `Workspace path of the APIExport, e.g. root:network-provider; at most ${MAX_PROVIDER_PATH_SEGMENTS} ` +
+            "segments (root included), because resolving a path may read one Workspace per segment.",
+          PROVIDER_PATH_PATTERN,
+          253,
+        ),
         name: str("Name of the APIExport.", DNS_SUBDOMAIN_PATTERN, 253),
       },
     },

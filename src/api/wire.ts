@@ -25,6 +25,15 @@ export const LOGICAL_CLUSTER_NAME_PATTERN = /^[a-z0-9]([a-z0-9:-]*[a-z0-9])?$/;
 export const WORKSPACE_PATH_PATTERN = "^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$";
 export const WORKSPACE_PATH_RE = new RegExp(WORKSPACE_PATH_PATTERN);
 
+/**
+ * Most segments (root included) a rule's `apiExportRef.path` may have. Resolving a path may read one Workspace per
+ * segment, so the cap bounds what one rule costs kcp; kcp itself sets no depth limit, and its deepest documented tree
+ * (home workspaces, root:users:a8:f1:adam) has 5 segments.
+ */
+export const MAX_PROVIDER_PATH_SEGMENTS = 10;
+/** WORKSPACE_PATH_PATTERN with at most MAX_PROVIDER_PATH_SEGMENTS segments (bounded repetition: RE2 and JS agree). */
+export const PROVIDER_PATH_PATTERN = `^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*){0,${MAX_PROVIDER_PATH_SEGMENTS - 1}}$`;
+
 export function isLogicalClusterName(s: unknown): s is LogicalClusterName {
   return typeof s === "string" && LOGICAL_CLUSTER_NAME_PATTERN.test(s);
 }

@@ -69,8 +69,23 @@ describe("parseRule", () => {
     );
     assert.deepEqual(r.problems, [
       `spec.dependencies[0].version: Invalid value: "v0": should match '^v[1-9][0-9]*([a-z]+[1-9][0-9]*)?$'`,
-      `spec.dependencies[2].apiExportRef.path: Invalid value: "Root": should match '^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$'`,
+      `spec.dependencies[2].apiExportRef.path: Invalid value: "Root": should match '^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*){0,9}$'`,
     ]);
+  });
+
+  it("refuses a provider path deeper than 10 segments by its depth, and uses the rest of the rule", () => {
+    const obj = ruleObject("c1", "vm", { resource: "virtualmachines" }, [
+      { resource: "vpcs", path: `root${":a".repeat(124)}` },
+      { resource: "subnets", path: `root${":a".repeat(9)}` },
+    ]);
+    const r = parseRule(obj)!;
+    assert.deepEqual(r.problems, [
+      "spec.dependencies[0].apiExportRef.path: Invalid value: 125 segments: may have at most 10 (root included)",
+    ]);
+    assert.deepEqual(
+      r.dependencies.map((d) => d.path),
+      [`root${":a".repeat(9)}`],
+    );
   });
 
   it("never throws, whatever the object holds (property)", () => {

@@ -71,8 +71,13 @@ const cases: { field: string; valid: string[]; invalid: string[] }[] = [
   },
   {
     field: "spec.dependencies.0.apiExportRef.path",
-    valid: ["root", "root:network-provider", "root:org-1:team-2"],
-    invalid: ["", "root:", "::", "Root", "root:org_1", ":root", "root::a", "1root", "a".repeat(254)],
+    valid: ["root", "root:network-provider", "root:org-1:team-2", `root${":a".repeat(9)}`],
+    invalid: [
+      ...["", "root:", "::", "Root", "root:org_1", ":root", "root::a", "1root", "a".repeat(254)],
+      // Deeper than the cap (10 segments); the original allowed up to 125 within 253 characters.
+      `root${":a".repeat(10)}`,
+      `root${":a".repeat(124)}`,
+    ],
   },
   { field: "spec.dependencies.0.apiExportRef.name", valid: DNS_VALID, invalid: DNS_INVALID },
   { field: "spec.dependencies.0.group", valid: DNS_VALID, invalid: DNS_INVALID },
@@ -149,7 +154,6 @@ describe("DependencyRule schema", () => {
     ["spec.dependent.version", VERSION, 1, 63],
     ["spec.dependent.kind", "^[A-Z][A-Za-z0-9]*$", 1, 63],
     ["spec.dependent.resource", RESOURCE, 1, 63],
-    ["spec.dependencies.apiExportRef.path", "^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$", 1, 253],
     ["spec.dependencies.apiExportRef.name", DNS, 1, 253],
     ["spec.dependencies.group", DNS, 1, 253],
     ["spec.dependencies.version", VERSION, 1, 63],
@@ -167,6 +171,13 @@ describe("DependencyRule schema", () => {
       assert.deepEqual([s.type, s.pattern, s.minLength, s.maxLength], ["string", pattern, min, max]);
     });
   }
+  it("apiExportRef.path keeps the original's lengths and accepts every path of the original's up to 10 segments", () => {
+    const s = at("spec.dependencies.apiExportRef.path");
+    assert.deepEqual([s.minLength, s.maxLength], [1, 253]);
+    const originalPath = /^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$/;
+    const accepts = (p: string): boolean => new RegExp(s.pattern!).test(p);
+    fc.assert(fc.property(fc.stringMatching(originalPath), (p) => accepts(p) === p.split(":").length <= 10));
+  });
   it("fieldRef.path keeps the original's lengths and accepts every path the original's pattern accepted", () => {
     const s = at("spec.dependencies.fieldRef.path");
     assert.deepEqual([s.minLength, s.maxLength], [2, 253]);
