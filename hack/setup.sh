@@ -4,6 +4,8 @@
 #   - kcp v0.30.0's binaries, built from Go modules (hack/kcp/build.sh; cached after the first build)
 #   - helm v3.19.0, built from Go modules (hack/helm/build.sh; cached after the first build), for the chart checks
 #   - the kubectl plugin's wrapper, .bin/kubectl-dependencies
+#   - with WITH_HELM=1 (the test command): buildah and mmdebstrap for the image test, from apt-get when missing and
+#     this runs as root (otherwise test/e2e/image.test.ts fails and names what to install)
 # Exports PATH with .bin and node_modules/.bin first (so `node` is Node 24), KCP_BIN_DIR and HELM_BIN.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,4 +41,17 @@ export KCP_BIN_DIR
 if [[ "${WITH_HELM:-}" == 1 ]]; then
   HELM_BIN="$(bash hack/helm/build.sh | tail -1)"
   export HELM_BIN
+  # The image test (test/e2e/image.test.ts) builds the Dockerfile with buildah; mmdebstrap builds the stand-in base
+  # where node:*-slim cannot be pulled (hack/image/base.sh).
+  missing=()
+  for t in buildah mmdebstrap; do command -v "$t" >/dev/null || missing+=("$t"); done
+  if ((${#missing[@]})); then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+      say "installing ${missing[*]} with apt-get (for the image test)"
+      apt-get update -qq >&2
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+    else
+      say "the image test needs ${missing[*]} (Debian/Ubuntu: apt-get install -y buildah mmdebstrap, as root); it will fail without"
+    fi
+  fi
 fi
