@@ -16,12 +16,17 @@ import type { Resolution } from "../../kcp/workspaces.ts";
 import { parseLogicalClusterName } from "../../api/wire.ts";
 import { asRecord } from "../../util/json.ts";
 import { logSafe } from "../../observability/clip.ts";
+import { realClock, type Clock } from "../../util/clock.ts";
+import { notCheckedInTime, RULE_CHECK_DEADLINE_MS, startDeadline } from "./deadline.ts";
 import type { Logger } from "pino";
 import { allow, invalidRule, type AdmissionRequest, type Decision } from "../admission.ts";
 
 export interface RuleCheckDeps {
   fetchExport(cluster: LogicalClusterName, exportName: string, resources: GroupResource[]): Promise<ExportFacts>;
   resolve(path: WorkspacePath): Promise<Resolution>;
+  /** Times the check's deadline (default the real clock), and how long it is (default RULE_CHECK_DEADLINE_MS). */
+  clock?: Clock;
+  deadlineMs?: number;
 }
 
 /** Only so many refusal reasons are listed; the rest are on the rule's status once applied. */
@@ -58,8 +63,14 @@ export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps):
   const refusals: string[] = [];
   const warnings: string[] = [];
   const dependent = rule.dependent;
+  const ms = deps.deadlineMs ?? RULE_CHECK_DEADLINE_MS;
+  const deadline = startDeadline(deps.clock ?? realClock, ms);
+  const dependentFacts = deps.fetchExport(cluster, dependent.apiExportName, [dependent]);
   sort(
-    checkDependent(dependent, await deps.fetchExport(cluster, dependent.apiExportName, [dependent])),
+    await deadline.within(
+      dependentFacts.then((facts) => checkDependent(dependent, facts)),
+      () => notCheckedInTime("spec.dependent", ms),
+    ),
     refusals,
     warnings,
     true,
@@ -67,10 +78,13 @@ export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps):
   const checks = await Promise.all(
     rule.dependencies.map(async (dep): Promise<ReferenceCheck> => {
       const where = `spec.dependencies[${dep.index}].apiExportRef.path`;
-      const r = await deps.resolve(dep.path);
-      if (!r.ok)
-        return { ok: false, definite: false, message: `${where}: ${r.reason}; the rule protects nothing there yet` };
-      return checkDependency(dep, await deps.fetchExport(r.cluster, dep.exportName, [dep.target]));
+      const check = async (): Promise<ReferenceCheck> => {
+        const r = await deps.resolve(dep.path);
+        if (!r.ok)
+          return { ok: false, definite: false, message: `${where}: ${r.reason}; the rule protects nothing there yet` };
+        return checkDependency(dep, await deps.fetchExport(r.cluster, dep.exportName, [dep.target]));
+      };
+      return deadline.within(check(), () => notCheckedInTime(`spec.dependencies[${dep.index}]`, ms));
     }),
   );
   for (const check of checks) sort(check, refusals, warnings, false);
