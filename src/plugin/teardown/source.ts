@@ -32,7 +32,8 @@ export async function boundTypes(s: Session): Promise<ApiResource[]> {
         bound.add(`${typeof r["group"] === "string" ? r["group"] : ""}/${r["resource"]}`);
   }
   const served = await discover(s, "");
-  return served.filter((r) => bound.has(`${r.group}/${r.name}`));
+  // kcp's own bound APIs (tenancy.kcp.io's workspaces and the like) are the platform, not content to take down.
+  return served.filter((r) => bound.has(`${r.group}/${r.name}`) && !r.group.endsWith(".kcp.io"));
 }
 
 /** A listed object as the planner sees it; undefined for something that is no object. */
