@@ -148,6 +148,8 @@ export interface Lookup {
   self?: { namespace?: string; name: string };
   /** The enforcement of every rule in `rules`: Deny and Warn rules never share a lookup. */
   enforcement: Enforcement;
+  /** What the rules' statuses say of their dependents index (registry.ts IndexTrust), when the finder cannot answer. */
+  trust?: "protected" | "not-enforced" | "unknown";
 }
 
 /** A dependent that references the target, and where. */
@@ -168,4 +170,13 @@ export type LookupResult =
    * `error` is for the log. `unavailable` (with a message safe to show) when the finder knows it cannot answer yet,
    * e.g. the dependents index of the type is still syncing: the DELETE is refused with 503 rather than 500.
    */
-  | { ok: false; error: string; unavailable?: string };
+  | { ok: false; error: string; unavailable?: string; seen?: UnavailableSeen };
+
+/**
+ * Where the finder last saw dependents of the type it cannot read now (finder.ts): whether it ever had a complete
+ * view of the type in this process, and whether the lookup's consumer workspace held any of them then.
+ */
+export interface UnavailableSeen {
+  everSynced: boolean;
+  consumerSeen: boolean;
+}

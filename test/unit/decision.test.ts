@@ -29,7 +29,7 @@ const vmRule = entry("prov1/vm-needs-vpc", VM, ".spec.vpcRef.name");
 const vmNicRule = entry("prov2/vm-nics", VM, ".spec.nics[*].vpcRef.name");
 const lbRule = entry("prov1/lb-needs-vpc", LB, ".spec.vpc");
 const vmWarnRule = entry("prov3/vm-warn", VM, ".spec.vpcRef.name", "Warn");
-const rules = (...entries: RuleEntry[]): RuleMatch => ({ entries, pending: [] });
+const rules = (...entries: RuleEntry[]): RuleMatch => ({ entries });
 
 function vm(name: string, vpc: string, namespace?: string): unknown {
   return { metadata: { name, ...(namespace ? { namespace } : {}) }, spec: { vpcRef: { name: vpc } } };
@@ -258,24 +258,6 @@ const cases: Case[] = [
     request: { ...req({ namespace: "default" }), namespace: "other" },
     match: rules(vmRule),
     want: badRequest('request namespace "other" differs from oldObject namespace "default"'),
-  },
-  {
-    name: "a pending provider path denies 503 without naming the other tenant's rule or workspace",
-    why: "fail closed: the rule might protect this object; its key and path go to the log only",
-    request: req(),
-    match: {
-      entries: [vmRule],
-      pending: [{ rule: "prov9/broken", path: "root:gone", reason: "not allowed to read workspace root:gone" }],
-    },
-    ws: {},
-    want: {
-      allowed: false,
-      reason: "unresolved-rule",
-      code: 503,
-      statusReason: "ServiceUnavailable",
-      message: "cannot check vpcs/my-vpc yet: a dependency rule for vpcs is still being loaded, retry in a few seconds",
-      detail: 'rule prov9/broken: workspace "root:gone": not allowed to read workspace root:gone',
-    },
   },
   {
     name: "no rule for this group/resource allows",

@@ -3,7 +3,13 @@ import assert from "node:assert/strict";
 import type { DependencyRule } from "../../src/api/types.ts";
 import { logicalClusterName } from "../../src/api/wire.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
-import { buildRegistry, formatProblem, rulePaths, type RuleMatch } from "../../src/webhook/rules/registry.ts";
+import {
+  buildRegistry,
+  formatProblem,
+  notEnforcedCount,
+  rulePaths,
+  type RuleMatch,
+} from "../../src/webhook/rules/registry.ts";
 
 const lc = (s: string) => logicalClusterName(s);
 
@@ -50,10 +56,17 @@ const resolved = (entries: Record<string, string | { reason: string; transient?:
   );
 
 const VPCS = { group: "network.example.io", resource: "vpcs" };
+
+/** The rule with one condition on its status, as the controller writes it. */
+function withCondition(r: DependencyRule, generation: number, condition: Record<string, unknown>): DependencyRule {
+  const o = r as unknown as Record<string, unknown>;
+  (o["metadata"] as Record<string, unknown>)["generation"] = generation;
+  o["status"] = { conditions: [condition] };
+  return r;
+}
 /** A match reduced to plain data: rule keys and field path sources. */
 const summary = (m: RuleMatch) => ({
   entries: m.entries.map((e) => [e.rule, e.dependent.resource, e.fieldPaths.map((p) => p.source)]),
-  pending: m.pending,
 });
 
 describe("buildRegistry", () => {
@@ -63,7 +76,6 @@ describe("buildRegistry", () => {
     const reg = buildRegistry([rule("c1", "vm-rule", [{}])], paths);
     assert.deepEqual(summary(reg.find(lc("net1"), VPCS)), {
       entries: [["c1/vm-rule", "virtualmachines", [".spec.vpcRef.name"]]],
-      pending: [],
     });
     assert.equal(reg.ruleCount, 1);
     assert.equal(reg.entryCount, 1);
@@ -83,7 +95,7 @@ describe("buildRegistry", () => {
       reg.find(lc("net2"), VPCS).entries.map((e) => e.rule),
       ["c2/uses-net2"],
     );
-    assert.deepEqual(summary(reg.find(lc("net3"), VPCS)), { entries: [], pending: [] });
+    assert.deepEqual(summary(reg.find(lc("net3"), VPCS)), { entries: [] });
   });
 
   it("legacy /validate (no provider) matches across all providers", () => {
@@ -151,30 +163,80 @@ describe("buildRegistry", () => {
     );
     assert.deepEqual(summary(reg.find(lc("net1"), VPCS)), {
       entries: [["c1/ok", "virtualmachines", [".spec.vpcRef.name"]]],
-      pending: [],
     });
-    assert.deepEqual(reg.find(undefined, VPCS).pending, []);
     assert.deepEqual(reg.problems.map(formatProblem), [
       "rule c9/typo: spec.dependencies[0] protects nothing: workspace root:does-not-exist not found",
     ]);
   });
 
-  it("a path that failed for a transient reason is pending: its group/resource fails closed, only there", () => {
+  it("a path that never resolved (403, kcp unreachable) is not enforced: nobody else's delete waits for it", () => {
     const reg = buildRegistry(
       [rule("c1", "ok", [{}]), rule("c9", "flaky", [{ path: "root:far" }])],
-      resolved({ "root:network": "net1", "root:far": { reason: "kcp unreachable", transient: true } }),
+      resolved({
+        "root:network": "net1",
+        "root:far": { reason: "not allowed to read workspace root:far", transient: true },
+      }),
     );
-    const want = [{ rule: "c9/flaky", path: "root:far", reason: "kcp unreachable" }];
-    assert.deepEqual(reg.find(lc("net1"), VPCS).pending, want);
-    assert.deepEqual(reg.find(undefined, VPCS).pending, want);
-    assert.deepEqual(reg.find(lc("net1"), { group: "x.io", resource: "vpcs" }).pending, []);
+    // The other provider's rule is found as before; the faulty rule appears nowhere, under no provider.
+    assert.deepEqual(summary(reg.find(lc("net1"), VPCS)), {
+      entries: [["c1/ok", "virtualmachines", [".spec.vpcRef.name"]]],
+    });
+    assert.deepEqual(
+      reg.find(undefined, VPCS).entries.map((e) => e.rule),
+      ["c1/ok"],
+    );
+    assert.deepEqual(reg.problems.map(formatProblem), [
+      "rule c9/flaky: not enforced: spec.dependencies[0] has never resolved: not allowed to read workspace root:far",
+    ]);
+    assert.equal(notEnforcedCount(reg), 1);
+    assert.equal(reg.ruleCount, 1);
   });
 
-  it("a path not resolved yet is pending too", () => {
+  it("a path not resolved yet is not enforced either", () => {
     const reg = buildRegistry([rule("c1", "r", [{ path: "root:new" }])], new Map());
-    assert.deepEqual(reg.find(lc("net1"), VPCS).pending, [
-      { rule: "c1/r", path: "root:new", reason: "workspace root:new not resolved yet" },
+    assert.deepEqual(reg.find(undefined, VPCS).entries, []);
+    assert.deepEqual(reg.problems.map(formatProblem), [
+      "rule c1/r: not enforced: spec.dependencies[0] has never resolved: workspace root:new not resolved yet",
     ]);
+  });
+
+  it("a rule whose author declined the read-only claims is not enforced, unless the operator opts it in", () => {
+    const declined = (generation: number, observedGeneration: number) =>
+      withCondition(rule("c1", "r", [{}]), generation, {
+        type: "ReferencesValid",
+        status: "False",
+        reason: "ChecksDeclined",
+        observedGeneration,
+      });
+    const reg = buildRegistry([declined(1, 1)], paths);
+    assert.equal(reg.find(lc("net1"), VPCS).entries.length, 0);
+    assert.equal(notEnforcedCount(reg), 1);
+    assert.match(formatProblem(reg.problems[0]!), /not enforced: its author declined the read-only claims/);
+    assert.equal(
+      buildRegistry([declined(1, 1)], paths, { enforceUnverified: true }).find(lc("net1"), VPCS).entries.length,
+      1,
+    );
+    // A verdict on an older generation says nothing about the rule as it is now.
+    assert.equal(buildRegistry([declined(2, 1)], paths).find(lc("net1"), VPCS).entries.length, 1);
+  });
+
+  it("the DependentsIndexed verdict travels with each entry, for when the index cannot answer", () => {
+    const indexed = (reason: string) =>
+      withCondition(rule("c1", "r", [{}]), 1, {
+        type: "DependentsIndexed",
+        status: "False",
+        reason,
+        observedGeneration: 1,
+      });
+    const trust = (obj: unknown) =>
+      buildRegistry([obj as DependencyRule], paths).find(lc("net1"), VPCS).entries[0]?.index;
+    assert.equal(trust(indexed("Indexed")), "protected");
+    assert.equal(trust(indexed("IndexRevoked")), "protected");
+    assert.equal(trust(indexed("IndexLost")), "protected");
+    assert.equal(trust(indexed("IndexForbidden")), "not-enforced");
+    assert.equal(trust(indexed("IndexRevocationExpired")), "not-enforced");
+    assert.equal(trust(indexed("IndexSyncing")), "unknown");
+    assert.equal(trust(rule("c1", "r", [{}])), "unknown");
   });
 
   it("a rule whose dependent the controller rejected for this generation is not enforced", () => {

@@ -49,7 +49,7 @@ const rule = (cluster: string, name: string, resources: string[]) =>
 const doubtOf = (m: SourcedMatch | undefined) =>
   m?.unseen ? { endpoints: m.unseen.endpoints, rules: m.unseen.rules } : undefined;
 const entry = (rule: string) => ({ rule }) as unknown as RuleEntry;
-const match = (...rules: string[]): RuleMatch => ({ entries: rules.map(entry), pending: [] });
+const match = (...rules: string[]): RuleMatch => ({ entries: rules.map(entry) });
 const vis = (broken: Record<string, string>, origins?: Record<string, string[]>): Visibility => ({
   broken: new Map(Object.entries(broken)),
   ruleEndpoints: origins ? new Map(Object.entries(origins)) : undefined,
@@ -112,7 +112,7 @@ describe("withVisibility: the registry handed out while an endpoint is broken", 
     assert.equal(withVisibility(registry, vis({})), registry);
   });
 
-  it("marks doubtful matches with `unseen` and a pending dependency; delegates everything else", () => {
+  it("marks doubtful matches with `unseen`; delegates everything else", () => {
     const r = withVisibility(registry, broken);
     assert.equal(r.ruleCount, registry.ruleCount);
     assert.equal(r.entryCount, registry.entryCount);
@@ -123,7 +123,6 @@ describe("withVisibility: the registry handed out while an endpoint is broken", 
       vpcs.entries.map((e) => e.rule),
       ["c1/vm", "e1/subnet"],
     );
-    assert.deepEqual(vpcs.pending, []);
     const subnets = r.find(NET1, SUBNETS);
     assert.equal(subnets.unseen, undefined, "subnets are protected only by a rule from the healthy endpoint");
     assert.deepEqual(subnets, registry.find(NET1, SUBNETS));

@@ -155,7 +155,7 @@ describe("RuleSource", () => {
     source.stop();
   });
 
-  it("retries unresolved paths after retryMs and stays fail-closed meanwhile", async () => {
+  it("retries unresolved paths after retryMs; meanwhile the rule is not enforced and nobody is refused for it", async () => {
     let attempts = 0;
     const { watch, source, clock, settled } = setup((path) => {
       attempts++;
@@ -166,9 +166,12 @@ describe("RuleSource", () => {
     watch.rules = [rule("c1", "r1")];
     watch.onChange();
     await settled();
-    assert.deepEqual(source.current()?.find(logicalClusterName("net1"), VPCS).pending, [
-      { rule: "c1/r1", path: "root:network", reason: "cannot reach kcp for root:network" },
-    ]);
+    const before = source.current();
+    assert.deepEqual(before?.find(undefined, VPCS).entries, []);
+    assert.deepEqual(
+      before?.problems.map((p) => p.message),
+      ["not enforced: spec.dependencies[0] has never resolved: cannot reach kcp for root:network"],
+    );
     await clock.advance(19);
     assert.equal(attempts, 1, "no retry before retryMs");
     await clock.advance(1);
@@ -176,8 +179,8 @@ describe("RuleSource", () => {
     await clock.advance(20);
     assert.equal(attempts, 3);
     const match = source.current()?.find(logicalClusterName("net1"), VPCS);
-    assert.deepEqual(match?.pending, []);
     assert.equal(match?.entries.length, 1);
+    assert.deepEqual(source.current()?.problems, []);
     source.stop();
   });
 });

@@ -21,7 +21,7 @@ import {
   serviceUnavailable,
 } from "../admission.ts";
 import { dependentTypeKey } from "../../api/index-report.ts";
-import type { RuleMatch } from "../rules/registry.ts";
+import type { IndexTrust, RuleMatch } from "../rules/registry.ts";
 import { readNamed, targetOf, type Named, type Target } from "./target.ts";
 
 export type Plan =
@@ -35,11 +35,6 @@ export type Plan =
     };
 export type LookupPlan = Extract<Plan, { kind: "lookup" }>;
 
-/** 503 while a rule for this resource waits for its provider workspace to resolve; names nobody else's rule. */
-export function pendingMessage(resource: string, name: string): string {
-  return `cannot check ${resource}/${name} yet: a dependency rule for ${resource} is still being loaded, retry in a few seconds`;
-}
-
 /** 503 while a rule for this resource may be on a shard the webhook cannot see; names no rule, workspace or URL. */
 export function unseenMessage(resource: string, name: string): string {
   return `cannot check ${resource}/${name}: a dependency rule for ${resource} is on a kcp shard the webhook cannot reach right now, retry later`;
@@ -48,6 +43,26 @@ export function unseenMessage(resource: string, name: string): string {
 export const NOT_SYNCED_MESSAGE = "dependency webhook is starting: rule registry not yet synced, retry later";
 
 const decided = (decision: Decision): Plan => ({ kind: "decided", decision });
+
+/** Rules sharing a lookup: one that protected makes it fail closed; all must be not enforced to ignore it. */
+function strongerTrust(a: IndexTrust, b: IndexTrust): IndexTrust {
+  if (a === "protected" || b === "protected") return "protected";
+  return a === "not-enforced" && b === "not-enforced" ? "not-enforced" : "unknown";
+}
+
+/**
+ * Whether a lookup the finder could not answer may still refuse the DELETE (docs/architecture.md, "Blast radius").
+ * Not when its rules are not enforced (never indexed, or the author's revocation outlived its grace); not when this
+ * process had a complete view and the consumer held none of these dependents then (a workspace that first gets one
+ * during the outage is the trade); not when the index never worked here nor anywhere the status knows of.
+ */
+export function mayRefuse(lookup: Lookup, result: Extract<LookupResult, { ok: false }>): boolean {
+  const seen = result.seen;
+  if (!seen) return true;
+  if (lookup.trust === "not-enforced") return false;
+  if (seen.everSynced) return seen.consumerSeen;
+  return lookup.trust === "protected";
+}
 
 /** One list per dependent type and enforcement, however many rules ask for it. */
 function lookupsFor(target: Target, group: string, entries: RuleMatch["entries"]): Lookup[] {
@@ -61,10 +76,14 @@ function lookupsFor(target: Target, group: string, entries: RuleMatch["entries"]
       for (const p of entry.fieldPaths)
         if (!existing.fieldPaths.some((q) => q.source === p.source)) existing.fieldPaths.push(p);
       if (!existing.rules.includes(entry.rule)) existing.rules.push(entry.rule);
+      const trust = strongerTrust(existing.trust ?? "unknown", entry.index ?? "unknown");
+      if (trust === "unknown") delete existing.trust;
+      else existing.trust = trust;
       continue;
     }
     const sameType = d.group === group && d.resource === target.resource;
     lookups.set(key, {
+      ...(entry.index && entry.index !== "unknown" ? { trust: entry.index } : {}),
       consumer: target.consumer,
       dependent: d,
       ...(namespace ? { namespace } : {}),
@@ -95,14 +114,6 @@ export function planLookups(
   if (rules.unseen) {
     const message = unseenMessage(target.resource, target.name);
     return decided(serviceUnavailable("rules-unseen", message, rules.unseen.why));
-  }
-  if (rules.pending.length > 0) {
-    // The deleter may not see other tenants' rules or workspaces: those go to the log only.
-    const detail = rules.pending
-      .map((u) => `rule ${u.rule}: workspace ${JSON.stringify(u.path)}: ${u.reason}`)
-      .join("; ");
-    const message = pendingMessage(target.resource, target.name);
-    return decided(serviceUnavailable("unresolved-rule", message, detail));
   }
   if (rules.entries.length === 0) return decided(allow("no-rules"));
   return {
@@ -171,6 +182,8 @@ function collect(plan: LookupPlan, results: readonly LookupResult[], enforcement
     const result = results[i];
     const d = lookup.dependent;
     const what = `${d.resource}${d.group ? "." + d.group : ""}/${d.version}`;
+    // Decided as if the rule were absent: nobody else's delete waits for this rule's fault.
+    if (result !== undefined && !result.ok && !mayRefuse(lookup, result)) return;
     if (result === undefined || !result.ok) {
       f.failed.push(`${d.resource}${d.group ? "." + d.group : ""}`);
       f.errors.push(`rule ${lookup.rules.join(", ")}: listing ${what}: ${result ? result.error : "no result"}`);

@@ -43,7 +43,14 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
     try {
       const answer = await opts.finder.find(lookup, limit, signal);
       // "Unavailable" refuses the DELETE like a failed list (with 503 rather than 500), and is counted like one.
-      result = answer.ok ? answer : { ok: false, error: answer.detail, unavailable: answer.message };
+      result = answer.ok
+        ? answer
+        : {
+            ok: false,
+            error: answer.detail,
+            unavailable: answer.message,
+            ...(answer.seen ? { seen: answer.seen } : {}),
+          };
     } catch (err) {
       result = { ok: false, error: signal.aborted ? `no answer within ${timeoutMs} ms` : errorMessage(err) };
     }

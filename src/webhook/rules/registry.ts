@@ -6,11 +6,12 @@
 // other's rules. The legacy /validate (no provider in the URL, off unless --legacy-validate-route) matches by
 // group/resource across all providers.
 //
-// Faults stay with the rule that has them. A dependency whose provider workspace definitely does not exist protects
-// nothing and affects nobody (kcp never calls us for a workspace that is not there). Only a dependency whose path has
-// never resolved for a transient reason (no permission, kcp unreachable) is held "pending": its group/resource is
-// refused with 503 until the path resolves, because it may belong to the provider asking. Once resolved, the
-// resolver keeps the last good answer through later transient failures, so a pending entry is a start-up state.
+// Faults stay with the rule that has them (docs/architecture.md, "Blast radius"). A dependency whose path has never
+// resolved, definitely or not (no such workspace, no permission, kcp unreachable), protects nothing and refuses
+// nobody: it is a problem of its own rule, counted as not enforced. Once resolved, the resolver keeps the last good
+// answer through later transient failures, so a rule that was protecting keeps protecting its provider only.
+// What the controller wrote on the rule's status also counts: a dependent it rejected, references its author
+// declined to let it check (unless the operator opts such rules in), and whether its dependents index ever worked.
 import { type FieldPath } from "../../fieldpath/fieldpath.ts";
 import { parseRule, referencedPaths, type GroupVersionResource, type ParsedRule } from "../../api/rule.ts";
 import { dependentTypeKey } from "../../api/index-report.ts";
@@ -18,6 +19,9 @@ import type { Enforcement } from "../../api/schema.ts";
 import { ruleKeyString, type GroupResource, type LogicalClusterName, type WorkspacePath } from "../../api/types.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
 import { asRecord, compareStrings } from "../../util/json.ts";
+import { checksDeclined, dependentRejected, indexTrust, type IndexTrust } from "./rule-status.ts";
+
+export { DEPENDENT_INVALID_REASON, dependentRejected, type IndexTrust } from "./rule-status.ts";
 
 /**
  * The dependent side of a rule as lookups need it: what to list in the consumer workspace, its kind for messages,
@@ -39,18 +43,12 @@ export interface RuleEntry {
   fieldPaths: readonly FieldPath[];
   /** Deny, or Warn (a referenced delete is allowed with a warning). */
   enforcement: Enforcement;
-}
-
-/** A dependency whose provider path has not resolved yet for a transient reason: its group/resource is refused. */
-export interface PendingDependency {
-  rule: string;
-  path: string;
-  reason: string;
+  /** What the rule's status says of its dependents index, for when the index cannot answer (see IndexTrust). */
+  index?: IndexTrust;
 }
 
 export interface RuleMatch {
   entries: readonly RuleEntry[];
-  pending: readonly PendingDependency[];
   /**
    * Set by the rule source while a shard's DependencyRules cannot be seen and this match's rules may be among them
    * (src/webhook/rules/visibility.ts): refused with 503. `why` (rules, endpoint URLs, errors) is for the log only.
@@ -98,31 +96,12 @@ export function indexedTypes(entries: Iterable<RuleEntry>): IndexedType[] {
   });
 }
 
-/** What the caller knows about each apiExportRef.path; undefined means not resolved yet (pending). */
+/** What the caller knows about each apiExportRef.path; undefined means not resolved yet (not enforced). */
 export type PathResolutions = ReadonlyMap<string, Resolution>;
 
-/** Condition the controller sets on a rule whose references it checked against kcp (see src/api/references.ts). */
-const REFERENCES_CONDITION = "ReferencesValid";
-export const DEPENDENT_INVALID_REASON = "DependentInvalid";
-
-/**
- * True when the controller found this generation's dependent type not served by the rule's own workspace: the rule
- * is not enforced (it could only ever list a type that is not there, or the wrong kind). One writer: the controller.
- */
-export function dependentRejected(obj: unknown): boolean {
-  const o = asRecord(obj);
-  const generation = asRecord(o?.["metadata"])?.["generation"];
-  const conditions = asRecord(o?.["status"])?.["conditions"];
-  if (!Array.isArray(conditions)) return false;
-  return conditions.some((c: unknown) => {
-    const cond = asRecord(c);
-    return (
-      cond?.["type"] === REFERENCES_CONDITION &&
-      cond["status"] === "False" &&
-      cond["reason"] === DEPENDENT_INVALID_REASON &&
-      cond["observedGeneration"] === generation
-    );
-  });
+/** The operator's opt-in (webhook flag) for rules whose author declined the read-only checks. */
+export interface RegistryOptions {
+  enforceUnverified?: boolean;
 }
 
 /** The provider paths the rules refer to, for the caller to resolve before buildRegistry. */
@@ -137,13 +116,18 @@ const providerKey = (provider: string, gr: GroupResource): string => `${provider
 type MutableEntry = RuleEntry & { fieldPaths: FieldPath[] };
 
 /** Adds a rule's field path under `key`; one entry per rule per key, so a rule never causes the same list twice. */
-function addEntry(index: Map<string, MutableEntry[]>, key: string, rule: ParsedRule, path: FieldPath) {
+function addEntry(
+  index: Map<string, MutableEntry[]>,
+  key: string,
+  rule: ParsedRule & { trust: IndexTrust },
+  path: FieldPath,
+) {
   const list = index.get(key) ?? [];
   const ruleKey = ruleKeyString(rule.key);
   const same = list.find((e) => e.rule === ruleKey);
   if (!same) {
     const dependent = { ...rule.dependent!, exportCluster: rule.key.cluster };
-    list.push({ rule: ruleKey, dependent, fieldPaths: [path], enforcement: rule.enforcement });
+    list.push({ rule: ruleKey, dependent, fieldPaths: [path], enforcement: rule.enforcement, index: rule.trust });
     index.set(key, list);
     return true;
   }
@@ -151,26 +135,13 @@ function addEntry(index: Map<string, MutableEntry[]>, key: string, rule: ParsedR
   return false;
 }
 
-function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else map.set(key, [value]);
-}
-
-/**
- * Builds the registry from every rule object (as served by kcp) and the resolutions of their provider paths. Pure:
- * same input, same registry. Rules are processed in key order so entries (and therefore lookups and messages) come
- * out in a stable order.
- */
-export function buildRegistry(objects: readonly unknown[], resolutions: PathResolutions): RuleRegistry {
-  const byProvider = new Map<string, MutableEntry[]>();
-  const byGroupResource = new Map<string, MutableEntry[]>();
-  const pendingByGR = new Map<string, PendingDependency[]>();
-  const problems: RegistryProblem[] = [];
-  const ruleKeys = new Set<string>();
-  let entryCount = 0;
-
-  const rules: ParsedRule[] = [];
+/** The rules that may be enforced, sorted by key; the others go to `problems` with why they are not enforced. */
+function enforceableRules(
+  objects: readonly unknown[],
+  problems: RegistryProblem[],
+  opts: RegistryOptions,
+): (ParsedRule & { trust: IndexTrust })[] {
+  const rules: (ParsedRule & { trust: IndexTrust })[] = [];
   for (const obj of objects) {
     const rule = parseRule(obj);
     const name = asRecord(asRecord(obj)?.["metadata"])?.["name"];
@@ -179,16 +150,40 @@ export function buildRegistry(objects: readonly unknown[], resolutions: PathReso
         rule: `/${typeof name === "string" ? name : ""}`,
         message: "rule has no name or kcp.io/cluster annotation",
       });
-    else if (dependentRejected(obj))
-      problems.push({
-        rule: ruleKeyString(rule.key),
-        message: "not enforced: its dependent type is not valid (see its status)",
-      });
-    else rules.push(rule);
+    else if (dependentRejected(obj)) problems.push({ rule: ruleKeyString(rule.key), message: NOT_ENFORCED.dependent });
+    else if (!opts.enforceUnverified && checksDeclined(obj))
+      problems.push({ rule: ruleKeyString(rule.key), message: NOT_ENFORCED.declined });
+    else rules.push({ ...rule, trust: indexTrust(obj) });
   }
-  rules.sort((a, b) => compareStrings(ruleKeyString(a.key), ruleKeyString(b.key)));
+  return rules.sort((a, b) => compareStrings(ruleKeyString(a.key), ruleKeyString(b.key)));
+}
 
-  for (const rule of rules) {
+/** Problem messages of rules left out whole; every one starts with "not enforced" (counted by notEnforcedCount). */
+export const NOT_ENFORCED = {
+  dependent: "not enforced: its dependent type is not valid (see its status)",
+  declined:
+    "not enforced: its author declined the read-only claims, so its references were never checked (see its status)",
+  unresolved: (index: number, reason: string) =>
+    `not enforced: spec.dependencies[${index}] has never resolved: ${reason}`,
+};
+
+/**
+ * Builds the registry from every rule object (as served by kcp) and the resolutions of their provider paths. Pure:
+ * same input, same registry. Rules are processed in key order so entries (and therefore lookups and messages) come
+ * out in a stable order.
+ */
+export function buildRegistry(
+  objects: readonly unknown[],
+  resolutions: PathResolutions,
+  opts: RegistryOptions = {},
+): RuleRegistry {
+  const byProvider = new Map<string, MutableEntry[]>();
+  const byGroupResource = new Map<string, MutableEntry[]>();
+  const problems: RegistryProblem[] = [];
+  const ruleKeys = new Set<string>();
+  let entryCount = 0;
+
+  for (const rule of enforceableRules(objects, problems, opts)) {
     const key = ruleKeyString(rule.key);
     for (const message of rule.problems) problems.push({ rule: key, message });
     for (const dep of rule.dependencies) {
@@ -201,9 +196,9 @@ export function buildRegistry(objects: readonly unknown[], resolutions: PathReso
       } else if (resolution && !resolution.transient) {
         problems.push({ rule: key, message: `spec.dependencies[${dep.index}] protects nothing: ${resolution.reason}` });
       } else {
+        // Never resolved (a 403, kcp unreachable): nobody's delete waits for it; the rule's status says why.
         const reason = resolution?.reason ?? `workspace ${dep.path} not resolved yet`;
-        push(pendingByGR, grKey(gr), { rule: key, path: dep.path, reason });
-        ruleKeys.add(key);
+        problems.push({ rule: key, message: NOT_ENFORCED.unresolved(dep.index, reason) });
       }
     }
   }
@@ -217,9 +212,14 @@ export function buildRegistry(objects: readonly unknown[], resolutions: PathReso
     find(provider, gr) {
       const entries =
         provider === undefined ? byGroupResource.get(grKey(gr)) : byProvider.get(providerKey(provider, gr));
-      return { entries: entries ?? [], pending: pendingByGR.get(grKey(gr)) ?? [] };
+      return { entries: entries ?? [] };
     },
   };
+}
+
+/** How many rules have at least one part not enforced (a fault of their own), for the gauge and its alert. */
+export function notEnforcedCount(registry: RuleRegistry): number {
+  return new Set(registry.problems.filter((p) => p.message.startsWith("not enforced")).map((p) => p.rule)).size;
 }
 
 /** A problem line for logs and rule authors: `rule root-cluster/vm-rule: spec.dependencies[0]…`. */

@@ -5,12 +5,12 @@
 // other one.
 import type { Logger } from "pino";
 import { dependentTypeKey } from "../../../api/index-report.ts";
-import { MAX_CAUSES, type Lookup } from "../../admission.ts";
+import { MAX_CAUSES, type Lookup, type UnavailableSeen } from "../../admission.ts";
 import { found, unavailable, type DependentFinder, type FinderAnswer, type FoundDependents } from "../finder.ts";
 import type { RuleRegistry } from "../../rules/registry.ts";
 import { confirmDependents, type ConfirmResult } from "./confirm.ts";
 import { NotIndexedError } from "./store.ts";
-import { TypeWatches, type IndexWatch, type IndexWatchFactory, type TypeHealth } from "./watches.ts";
+import { TypeWatches, type IndexWatch, type IndexWatchFactory, type TypeHealth, type TypeWatch } from "./watches.ts";
 
 /** A second look at a found dependent must not eat the DELETE's whole lookup budget (8 s); a timeout keeps it. */
 const CONFIRM_TIMEOUT_MS = 2_000;
@@ -42,7 +42,13 @@ export class DependentsIndex implements DependentFinder {
     const key = dependentTypeKey(lookup.dependent);
     const slot = this.watches.slot(key);
     const what = describe(lookup);
-    if (!slot) return unavailable("starting", `the index of ${what} is starting`, `${key}: no watch for this type yet`);
+    if (!slot)
+      return unavailable(
+        "starting",
+        `the index of ${what} is starting`,
+        `${key}: no watch for this type yet`,
+        NEVER_SEEN,
+      );
     let problem: Answer | undefined;
     for (const w of slot.next ? [slot.current, slot.next] : [slot.current]) {
       const answer = answerFrom(w.watch, lookup, limit);
@@ -50,11 +56,17 @@ export class DependentsIndex implements DependentFinder {
       if (!problem || (problem.kind === "not-indexed" && answer.kind !== "not-indexed")) problem = answer;
     }
     if (problem?.kind === "failing")
-      return unavailable("failing", `the index of ${what} is not readable`, `${key}: ${problem.detail}`);
+      return unavailable(
+        "failing",
+        `the index of ${what} is not readable`,
+        `${key}: ${problem.detail}`,
+        seenBy(slot, lookup),
+      );
     return unavailable(
       problem?.kind === "not-indexed" ? "not-indexed" : "syncing",
       `the index of ${what} is still syncing`,
       `${key}: not every endpoint has listed the type with these field paths yet`,
+      seenBy(slot, lookup),
     );
   }
 
@@ -120,6 +132,15 @@ function answerFrom(watch: IndexWatch, lookup: Lookup, limit: number): Answer {
     if (err instanceof NotIndexedError) return { kind: "not-indexed" };
     throw err;
   }
+}
+
+const NEVER_SEEN: UnavailableSeen = { everSynced: false, consumerSeen: false };
+
+/** The last good view of this type in this process, for decision.ts to refuse only where dependents may be. */
+function seenBy(slot: { current: TypeWatch }, lookup: Lookup): UnavailableSeen {
+  const states = slot.current.watch.endpointStates();
+  const everSynced = states.length > 0 && states.every((e) => e.synced);
+  return { everSynced, consumerSeen: states.some((e) => e.synced && e.store.hasCluster(lookup.consumer)) };
 }
 
 function describe(lookup: Lookup): string {
