@@ -5,13 +5,26 @@
 // Two kinds of failure, because callers must treat them differently: a definite answer ("not found", "being
 // deleted") means the path names no workspace and protects nothing; a transient one (no permission, kcp unreachable)
 // says nothing about the workspace, so the last good answer is kept and returned, marked `stale`.
+//
+// What one path may cost kcp is bounded, because any rule author picks the paths: every answer is cached (a definite
+// one as long as a good one, a transient one with growing backoff), one read per path runs at a time (callers join
+// it), a path below a cached "not found" is answered without a read, a 403 walks up one level per segment only until
+// a cached answer, and paths deeper than the cap are refused unread. So a path of n segments costs at most n - 1
+// GETs per walk, and each prefix is read at most once per `ttlMs` while its answer is definite or good.
 import type { LogicalClusterName, WorkspacePath } from "../api/types.ts";
-import { logicalClusterName, parseLogicalClusterName, workspacePath } from "../api/wire.ts";
+import { logicalClusterName, MAX_PROVIDER_PATH_SEGMENTS, parseLogicalClusterName, workspacePath } from "../api/wire.ts";
 import { realClock, type Clock } from "../util/clock.ts";
 import { isApiError, type RestClient } from "./rest.ts";
 
 /** The root workspace has no Workspace object; its logical cluster is named like its path. */
 const ROOT = logicalClusterName("root");
+/** The first missing level's reason, not one "not found (...)" per level in between. */
+function causeOf(reason: string): string {
+  return /^workspace \S+ not found \((.*)\)$/s.exec(reason)?.[1] ?? reason;
+}
+
+/** Cached answers kept before expired ones are swept out. */
+const MAX_ENTRIES = 4096;
 
 /**
  * `transient` marks failures that say nothing about the workspace itself (no permission, network, server error):
@@ -29,50 +42,104 @@ interface Workspace {
 
 export interface WorkspaceResolverOptions {
   /** Client rooted at the kcp base URL (front-proxy or single shard), without `/clusters/`. */
-  base: RestClient;
-  /** How long a resolved path is trusted before it is read again. */
+  base: Pick<RestClient, "get">;
+  /** How long a resolved path, or a definite "not found", is trusted before it is read again (default 60 s). */
   ttlMs?: number;
+  /** First wait before a transient failure is read again; it doubles per failure up to `ttlMs` (default 5 s). */
+  retryMs?: number;
+  /** Longest path resolved; deeper ones are refused without a read (default MAX_PROVIDER_PATH_SEGMENTS). */
+  maxSegments?: number;
   /** Ages the cache (default the real clock). */
   clock?: Clock;
 }
 
+/** One path's last fresh answer, and when it may be read again. */
+interface Entry {
+  answer: Resolution;
+  until: number;
+  /** Transient failures in a row, for the backoff. */
+  failures: number;
+}
+
 export class WorkspaceResolver {
-  private readonly cache = new Map<string, { cluster: LogicalClusterName; at: number }>();
+  private readonly entries = new Map<string, Entry>();
+  /** Reads running now, joined by every caller asking for the same path meanwhile. */
+  private readonly inflight = new Map<string, Promise<Resolution>>();
   /** Last successful answer per path, kept through transient failures (not through definite ones). */
   private readonly lastGood = new Map<string, LogicalClusterName>();
-  private readonly base: RestClient;
+  private readonly base: Pick<RestClient, "get">;
   private readonly ttlMs: number;
+  private readonly retryMs: number;
+  private readonly maxSegments: number;
   private readonly clock: Clock;
 
   constructor(opts: WorkspaceResolverOptions) {
     this.base = opts.base;
     this.ttlMs = opts.ttlMs ?? 60_000;
+    this.retryMs = opts.retryMs ?? 5_000;
+    this.maxSegments = opts.maxSegments ?? MAX_PROVIDER_PATH_SEGMENTS;
     this.clock = opts.clock ?? realClock;
   }
 
   async resolve(path: WorkspacePath): Promise<Resolution> {
     const segments = path.split(":");
-    if (segments.length === 1) {
+    if (segments.length === 1)
       return segments[0] === "root"
         ? { ok: true, cluster: ROOT }
         : { ok: false, reason: `workspace path ${path} does not start at root` };
+    if (segments.length > this.maxSegments)
+      return {
+        ok: false,
+        reason: `workspace path ${path} has ${segments.length} segments, more than the ${this.maxSegments} allowed`,
+      };
+    const hit = this.entries.get(path);
+    if (hit && this.clock.now() < hit.until) return this.present(path, hit.answer);
+    const gone = this.missingAncestor(segments);
+    if (gone) return { ok: false, reason: `workspace ${path} not found (${causeOf(gone)})` };
+    let running = this.inflight.get(path);
+    if (!running) {
+      running = this.read(path, segments)
+        .then((answer) => this.remember(path, answer))
+        .finally(() => this.inflight.delete(path));
+      this.inflight.set(path, running);
     }
-    const hit = this.cache.get(path);
-    if (hit && this.clock.now() - hit.at < this.ttlMs) return { ok: true, cluster: hit.cluster };
+    return running;
+  }
 
-    const result = await this.read(path, segments);
-    if (result.ok) {
-      this.cache.set(path, { cluster: result.cluster, at: this.clock.now() });
-      this.lastGood.set(path, result.cluster);
-      return result;
+  /** The reason of a still-cached definite "not found" of a prefix of the path: nothing below it can exist. */
+  private missingAncestor(segments: string[]): string | undefined {
+    const now = this.clock.now();
+    for (let n = 2; n < segments.length; n++) {
+      const e = this.entries.get(segments.slice(0, n).join(":"));
+      if (e && now < e.until && !e.answer.ok && !e.answer.transient) return e.answer.reason;
     }
-    this.cache.delete(path);
-    if (!result.transient) {
+    return undefined;
+  }
+
+  /** Caches a fresh answer: good and definite ones for the TTL, transient ones with backoff. */
+  private remember(path: string, answer: Resolution): Resolution {
+    const now = this.clock.now();
+    // Paths of deleted rules are not asked again: past a size, expired answers go (the last good ones stay).
+    if (this.entries.size >= MAX_ENTRIES) for (const [k, e] of this.entries) if (now >= e.until) this.entries.delete(k);
+    if (answer.ok) {
+      this.lastGood.set(path, answer.cluster);
+      this.entries.set(path, { answer, until: now + this.ttlMs, failures: 0 });
+    } else if (!answer.transient) {
       this.lastGood.delete(path);
-      return result;
+      this.entries.set(path, { answer, until: now + this.ttlMs, failures: 0 });
+    } else {
+      const failures = (this.entries.get(path)?.failures ?? 0) + 1;
+      const wait = Math.min(this.retryMs * 2 ** (failures - 1), this.ttlMs);
+      this.entries.set(path, { answer, until: now + wait, failures });
     }
+    return this.present(path, answer);
+  }
+
+  /** A transient failure answers with the last good cluster when there is one. */
+  private present(path: string, answer: Resolution): Resolution {
+    if (answer.ok || !answer.transient) return answer;
     const last = this.lastGood.get(path);
-    return last ? { ok: true, cluster: last, stale: result.reason } : result;
+    return last ? { ok: true, cluster: last, stale: answer.reason } : answer;
   }
 
   private async read(path: WorkspacePath, segments: string[]): Promise<Resolution> {
@@ -84,16 +151,7 @@ export class WorkspaceResolver {
       ws = await this.base.get<Workspace>(`/clusters/${parent}/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`);
     } catch (err) {
       if (isApiError(err, 404)) return { ok: false, reason: `workspace ${path} not found` };
-      if (isApiError(err, 403)) {
-        // kcp answers 403 for anything inside a workspace that does not exist: a missing parent is a definite answer.
-        const up = parent === "root" ? undefined : await this.resolve(parent);
-        if (up && !up.ok && !up.transient) return { ok: false, reason: `workspace ${path} not found (${up.reason})` };
-        return {
-          ok: false,
-          transient: true,
-          reason: `not allowed to read workspace ${path}: grant get on tenancy.kcp.io workspaces and the access verb in ${parent}`,
-        };
-      }
+      if (isApiError(err, 403)) return this.forbidden(path, parent);
       return { ok: false, transient: true, reason: `reading workspace ${path}: ${(err as Error).message}` };
     }
     if (ws.metadata.deletionTimestamp) return { ok: false, reason: `workspace ${path} is being deleted` };
@@ -108,13 +166,28 @@ export class WorkspaceResolver {
     return { ok: true, cluster: logical };
   }
 
+  /**
+   * kcp answers 403 for anything inside a workspace that does not exist: a missing parent is a definite answer. The
+   * parent is resolved like any path, so the walk up stops at the first level with a cached answer.
+   */
+  private async forbidden(path: string, parent: WorkspacePath): Promise<Resolution> {
+    const up = parent === "root" ? undefined : await this.resolve(parent);
+    if (up && !up.ok && !up.transient)
+      return { ok: false, reason: `workspace ${path} not found (${causeOf(up.reason)})` };
+    return {
+      ok: false,
+      transient: true,
+      reason: `not allowed to read workspace ${path}: grant get on tenancy.kcp.io workspaces and the access verb in ${parent}`,
+    };
+  }
+
   /** Forgets a path and everything below it, e.g. after a write to its logical cluster failed. */
   invalidate(path: string): void {
-    for (const key of this.cache.keys()) if (key === path || key.startsWith(`${path}:`)) this.cache.delete(key);
+    for (const key of this.entries.keys()) if (key === path || key.startsWith(`${path}:`)) this.entries.delete(key);
   }
 
   /** Forgets every path that resolved to this logical cluster. */
   invalidateCluster(cluster: string): void {
-    for (const [key, v] of this.cache) if (v.cluster === cluster) this.invalidate(key);
+    for (const [key, e] of this.entries) if (e.answer.ok && e.answer.cluster === cluster) this.invalidate(key);
   }
 }
