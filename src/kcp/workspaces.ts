@@ -7,10 +7,11 @@
 // says nothing about the workspace, so the last good answer is kept and returned, marked `stale`.
 //
 // What one path may cost kcp is bounded, because any rule author picks the paths: every answer is cached (a definite
-// one as long as a good one, a transient one with growing backoff), one read per path runs at a time (callers join
-// it), a path below a cached "not found" is answered without a read, a 403 walks up one level per segment only until
-// a cached answer, and paths deeper than the cap are refused unread. So a path of n segments costs at most n - 1
-// GETs per walk, and each prefix is read at most once per `ttlMs` while its answer is definite or good.
+// one as long as a good one; a transient one, or a workspace still being set up, with growing backoff), one read per
+// path runs at a time (callers join it), a path below a cached "not found" is answered without a read, a 403 walks up
+// one level per segment only until a cached answer, and paths deeper than the cap are refused unread. So a path of n
+// segments costs at most n - 1 GETs per walk, and each prefix is read at most once per `ttlMs` while its answer is
+// definite or good.
 import type { LogicalClusterName, WorkspacePath } from "../api/types.ts";
 import { logicalClusterName, MAX_PROVIDER_PATH_SEGMENTS, parseLogicalClusterName, workspacePath } from "../api/wire.ts";
 import { realClock, type Clock } from "../util/clock.ts";
@@ -22,6 +23,9 @@ const ROOT = logicalClusterName("root");
 function causeOf(reason: string): string {
   return /^workspace \S+ not found \((.*)\)$/s.exec(reason)?.[1] ?? reason;
 }
+
+/** Definite answers about a workspace still being set up: read again as soon as a transient failure would be. */
+const SETTLING = new WeakSet<Resolution>();
 
 /** Cached answers kept before expired ones are swept out. */
 const MAX_ENTRIES = 4096;
@@ -124,10 +128,11 @@ export class WorkspaceResolver {
     if (answer.ok) {
       this.lastGood.set(path, answer.cluster);
       this.entries.set(path, { answer, until: now + this.ttlMs, failures: 0 });
-    } else if (!answer.transient) {
+    } else if (!answer.transient && !SETTLING.has(answer)) {
       this.lastGood.delete(path);
       this.entries.set(path, { answer, until: now + this.ttlMs, failures: 0 });
     } else {
+      if (!answer.transient) this.lastGood.delete(path);
       const failures = (this.entries.get(path)?.failures ?? 0) + 1;
       const wait = Math.min(this.retryMs * 2 ** (failures - 1), this.ttlMs);
       this.entries.set(path, { answer, until: now + wait, failures });
@@ -156,11 +161,15 @@ export class WorkspaceResolver {
     }
     if (ws.metadata.deletionTimestamp) return { ok: false, reason: `workspace ${path} is being deleted` };
     const cluster = ws.spec?.cluster;
-    if (!cluster)
-      return {
+    if (!cluster) {
+      const phase = ws.status?.phase ?? "unknown";
+      const settling: Resolution = {
         ok: false,
-        reason: `workspace ${path} has no logical cluster yet (phase ${ws.status?.phase ?? "unknown"})`,
+        reason: `workspace ${path} has no logical cluster yet (phase ${phase})`,
       };
+      SETTLING.add(settling);
+      return settling;
+    }
     const logical = parseLogicalClusterName(cluster);
     if (!logical) return { ok: false, reason: `workspace ${path} names ${JSON.stringify(cluster)} as its cluster` };
     return { ok: true, cluster: logical };

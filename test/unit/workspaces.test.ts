@@ -100,6 +100,18 @@ describe("WorkspaceResolver", () => {
     assert.deepEqual(await resolve("root:org:net"), net1);
   });
 
+  it("reads a workspace still being set up again after 5 s, not after a minute", async () => {
+    const { kcp, clock, resolve } = setup({ "root:org:new": "" });
+    const r = await resolve("root:org:new");
+    assert.ok(!r.ok && !r.transient && /has no logical cluster yet/.test(r.reason), JSON.stringify(r));
+    kcp.workspaces.set("root:org:new", "new1");
+    await clock.advance(4_999);
+    assert.equal((await resolve("root:org:new")).ok, false);
+    await clock.advance(1);
+    assert.deepEqual(await resolve("root:org:new"), { ok: true, cluster: logicalClusterName("new1") });
+    assert.equal(kcp.gets, 2);
+  });
+
   it("drops the last good answer on a definite one", async () => {
     const { kcp, clock, resolve } = setup();
     await resolve("root:org:net");
