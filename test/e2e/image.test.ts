@@ -23,7 +23,6 @@ import {
   TOKENS,
   setupTopology,
   vmRule,
-  waitReady,
   type BinaryProcess,
   type Topology,
 } from "../../tools/kcp/topology.ts";
@@ -270,7 +269,19 @@ async function startComponent(component: "webhook" | "controller", entrypointFro
   const proc = startPod(opts);
   const health = component === "webhook" ? ports.webhookHealth : ports.controllerHealth;
   pods[component] = { proc, healthUrl: `http://127.0.0.1:${health}` };
-  await waitReady(`${component} (image)`, pods[component], 120_000);
+  await waitPodReady(`${component} (image)`, pods[component], 120_000);
+}
+
+/** Waits for /readyz; fails at once when the container's process has exited (a wrong command does not wait 120 s). */
+async function waitPodReady(name: string, pod: BinaryProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (!pod.proc.running) throw new Error(`${name} exited with code ${pod.proc.exitCode}:\n${pod.proc.logTail(20)}`);
+    const res = await fetch(`${pod.healthUrl}/readyz`).catch(() => undefined);
+    if (res?.status === 200) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${name} /readyz`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 before(async () => {
