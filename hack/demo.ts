@@ -145,6 +145,7 @@ spec: {vpcRef: {name: other-vpc}}
 EOF
 kubectl --context=consumer2 delete vpc other-vpc     # refused: other-vm uses it
 ${path.join(REPO_ROOT, ".bin/kubectl-dependencies")} why vpc/other-vpc --context=consumer2   # exit 1: other-vm, at .spec.vpcRef.name
+${path.join(REPO_ROOT, ".bin/kubectl-dependencies")} teardown -n default --plan --context=consumer2   # wave 1: other-vm, wave 2: other-vpc (drop --plan to delete in that order)
 kubectl --context=consumer2 annotate vpc other-vpc dependencies.opendefense.cloud/skip-protection=true
 kubectl --context=consumer2 delete vpc other-vpc     # allowed: break-glass annotation
 
