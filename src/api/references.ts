@@ -3,8 +3,9 @@
 // dependency must be exported by `apiExportRef.name` at `apiExportRef.path`, at its version. Pure: the caller fetches
 // the APIExports and APIResourceSchemas (src/kcp/exports.ts) and passes what it found.
 //
-// Three outcomes, because they call for different actions: ok; definitely wrong (kcp answered, and the answer is
-// "not there"), so the part is not enforced; or unknown (no consent to read, kcp unreachable), so protection stays
+// Outcomes, because they call for different actions: ok; definitely wrong (kcp answered, and the answer is "not
+// there"), so the part is not enforced; declined (the rule's own workspace refused the read-only claims), so the rule
+// was never checked and is not enforced; or unknown (kcp unreachable, a provider that declined), so protection stays
 // installed and the rule says what is missing.
 import type { ParsedDependent, GroupVersionResource, ParsedDependency } from "./rule.ts";
 
@@ -32,7 +33,13 @@ export type ExportFacts =
       schemas: ReadonlyMap<string, SchemaSummary>;
     }
   | { found: false; definite: true }
-  | { found: false; definite: false; reason: string };
+  | {
+      found: false;
+      definite: false;
+      reason: string;
+      /** kcp answered 403: the workspace's owner declined the read-only claims (not a moment, a choice). */
+      declined?: true;
+    };
 
 export type ReferenceCheck =
   | { ok: true }
@@ -42,6 +49,8 @@ export type ReferenceCheck =
       message: string;
       /** The APIExport itself is not there: a provider may still apply it, unlike a typo in a field. */
       exportMissing?: true;
+      /** The workspace's owner declined the read-only claims, so this could not be checked. */
+      declined?: true;
     };
 
 const OK: ReferenceCheck = { ok: true };
@@ -67,7 +76,12 @@ export function checkServed(
   if (!facts.found) {
     return facts.definite
       ? { ok: false, definite: true, exportMissing: true, message: `${where.field}: ${exp} not found` }
-      : { ok: false, definite: false, message: `${where.field}: cannot check ${exp}: ${facts.reason}` };
+      : {
+          ok: false,
+          definite: false,
+          message: `${where.field}: cannot check ${exp}: ${facts.reason}`,
+          ...(facts.declined ? { declined: true as const } : {}),
+        };
   }
   const entry = facts.resources.find((r) => r.group === want.group && r.name === want.resource);
   if (!entry) {
@@ -131,6 +145,11 @@ export interface ReferencesVerdict {
   problems: string[];
   /** True when some check could not be made (the rest may still be definite). */
   unknown: boolean;
+  /**
+   * The rule's own workspace declined the read-only claims, so the dependent was never checked: the rule is not
+   * enforced (unless the operator opts such rules in), since a rule nobody could check must not gate anyone.
+   */
+  declined?: boolean;
 }
 
 export function combineChecks(
@@ -153,5 +172,6 @@ export function combineChecks(
     invalidDependencies: invalid,
     problems: [...definite, ...unknown],
     unknown: unknown.length > 0,
+    declined: !dependent.ok && dependent.declined === true,
   };
 }

@@ -11,6 +11,9 @@ import type { ReferencesVerdict } from "../api/references.ts";
 import type { ParsedRule } from "../api/rule.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { canonicalJson, compareStrings as cmp } from "../util/json.ts";
+import { dependentsIndexed, REVOCATION_GRACE_MS, type Verdict } from "./index-status.ts";
+
+export { REVOCATION_GRACE_MS } from "./index-status.ts";
 
 export type InstallResult = { ok: true } | { ok: false; error: string };
 
@@ -25,13 +28,13 @@ export interface RuleFacts {
   references?: ReferencesVerdict;
   /** The webhook's index of this rule's dependent type; undefined when the webhook reports none (live mode). */
   index?: IndexedTypeState | { state: "missing" };
+  /** How long a revoked index consent fails closed (REVOCATION_GRACE_MS unless set). */
+  revocationGraceMs?: number;
 }
 
 export interface RuleStatus extends DependencyRuleStatus {
   dependencyCount: number;
 }
-
-type Verdict = Omit<Condition, "type" | "lastTransitionTime" | "observedGeneration">;
 
 const MAX_MESSAGE = 4000;
 
@@ -92,6 +95,14 @@ function referencesValid(rule: ParsedRule, facts: RuleFacts): Verdict {
   if (!v) return { status: "Unknown", reason: "NotChecked", message: "references not checked yet" };
   const message = v.problems.join("; ");
   if (v.dependentInvalid) return { status: "False", reason: "DependentInvalid", message };
+  if (v.declined)
+    return {
+      status: "False",
+      reason: "ChecksDeclined",
+      message:
+        `not enforced: this workspace declined the read-only claims, so the rule could not be checked (${message}); ` +
+        "accept them in its APIBinding to the dep-ctrl export (deploy/kcp/apibinding-provider.yaml)",
+    };
   if (v.invalidDependencies.size > 0) return { status: "False", reason: "DependencyInvalid", message };
   if (v.unknown) return { status: "Unknown", reason: "CannotVerify", message };
   return {
@@ -105,34 +116,6 @@ function acyclic(rule: ParsedRule, facts: RuleFacts): Verdict {
   if (facts.cycle) return { status: "False", reason: "CycleDetected", message: facts.cycle };
   if (!rule.dependent) return { status: "Unknown", reason: "InvalidSpec", message: "spec.dependent is invalid" };
   return { status: "True", reason: "NoCycle", message: "no dependency cycle through this rule" };
-}
-
-/** From the webhook's index report (src/api/index-report.ts): can the webhook read this rule's dependents? */
-function dependentsIndexed(rule: ParsedRule, index: NonNullable<RuleFacts["index"]>): Verdict {
-  const d = rule.dependent;
-  const what = d ? `${d.resource}.${d.group} through APIExport ${d.apiExportName}` : "the dependent type";
-  switch (index.state) {
-    case "ready":
-      return { status: "True", reason: "Indexed", message: `the webhook indexes ${what}` };
-    case "syncing":
-      return { status: "Unknown", reason: "IndexSyncing", message: `the webhook is listing ${what}` };
-    case "missing":
-      return { status: "Unknown", reason: "NotReported", message: "the webhook has not reported on this rule yet" };
-    case "failing":
-      return index.reason === "Forbidden"
-        ? {
-            status: "False",
-            reason: "IndexForbidden",
-            message:
-              `the webhook may not read ${what}: apply deploy/rbac/provider-index.yaml in this workspace ` +
-              `(DEPENDENT_EXPORT=${d?.apiExportName ?? "<export>"}); until then the DELETEs this rule protects are refused`,
-          }
-        : {
-            status: "False",
-            reason: "IndexFailing",
-            message: `the webhook cannot read ${what} (see its log); until then the DELETEs this rule protects are refused`,
-          };
-  }
 }
 
 function ready(rule: ParsedRule, others: [ConditionType, Verdict][]): Verdict {
@@ -160,12 +143,21 @@ export function computeStatus(
   previous: DependencyRuleStatus | undefined,
   now: string,
 ): RuleStatus {
+  const before = (type: ConditionType) => previous?.conditions?.find((c) => c.type === type);
+  const clock = { now, graceMs: facts.revocationGraceMs ?? REVOCATION_GRACE_MS };
   const others: [ConditionType, Verdict][] = [
     ["ReferencesValid", referencesValid(rule, facts)],
     ["WorkspacesResolved", workspacesResolved(rule, facts)],
     ["WebhooksInstalled", webhooksInstalled(rule, facts)],
     ["Acyclic", acyclic(rule, facts)],
-    ...(facts.index ? [["DependentsIndexed", dependentsIndexed(rule, facts.index)] as [ConditionType, Verdict]] : []),
+    ...(facts.index
+      ? [
+          ["DependentsIndexed", dependentsIndexed(rule, facts.index, before("DependentsIndexed"), clock)] as [
+            ConditionType,
+            Verdict,
+          ],
+        ]
+      : []),
   ];
   const verdicts: [ConditionType, Verdict][] = [["Ready", ready(rule, others)], ...others];
   const conditions = verdicts.map(([type, v]): Condition => {

@@ -68,7 +68,8 @@ export async function fetchExportFacts(
   if (!found || found.status !== "ok") {
     const notFound = (firstKnown && answers[0]?.status === 404) || answers.every((a) => a.status === 404);
     if (notFound) return { found: false, definite: true };
-    if (answers.some((a) => a.status === 403)) return { found: false, definite: false, reason: NO_CONSENT_HINT };
+    if (answers.some((a) => a.status === 403))
+      return { found: false, definite: false, reason: NO_CONSENT_HINT, declined: true };
     const error = answers.find((a): a is Extract<Answer, { status: "error" }> => a.status === "error");
     return { found: false, definite: false, reason: `reading it failed: ${error?.message ?? "no answer"}` };
   }

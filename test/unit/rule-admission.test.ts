@@ -131,16 +131,29 @@ describe("admitRule", () => {
     ]);
   });
 
-  it("warns, not refuses, when it may not read the exports (no consent)", async () => {
+  it("a workspace that declined the read-only claims: allowed, with a warning that the rule is not enforced", async () => {
     const d = await admitRule(
       create(VM, [{ resource: "vpcs" }]),
-      deps({ exports: { "compute/compute.test.io": { found: false, definite: false, reason: "not allowed" } } }),
+      deps({
+        exports: {
+          "compute/compute.test.io": { found: false, definite: false, reason: "not allowed", declined: true },
+        },
+      }),
     );
     assert.equal(d.allowed, true);
     assert.match(
       (d.allowed && d.warnings?.[0]) || "",
-      /cannot check APIExport compute.test.io in this rule's workspace: not allowed/,
+      /cannot check APIExport compute.test.io in this rule's workspace: not allowed; this rule is NOT enforced until its workspace accepts the read-only claims/,
     );
+  });
+
+  it("a provider path that does not resolve: allowed, with a warning that it protects nothing there", async () => {
+    const d = await admitRule(
+      create(VM, [{ resource: "vpcs", path: "root:team-b:private" }]),
+      deps({ resolutions: { "root:team-b:private": { ok: false, transient: true, reason: "403: not allowed" } } }),
+    );
+    assert.equal(d.allowed, true);
+    assert.match((d.allowed && d.warnings?.[0]) || "", /403: not allowed; the rule protects nothing there yet/);
   });
 
   it("lets anything but CREATE and UPDATE through", async () => {

@@ -3,7 +3,8 @@
 // the rule model rejects, a dependent its own workspace does not serve, a dependency whose provider's export does
 // not serve what the rule names. What may still become right later (a provider workspace or APIExport that does not
 // exist yet, no consent to read it, kcp unreachable) is allowed with a warning: the controller keeps checking and
-// reports on the rule's status.
+// reports on the rule's status. A rule whose own workspace declined the read-only claims is allowed too, with a
+// warning that it is not enforced: nobody could check it, so it must not gate anyone's deletes.
 import { checkDependency, checkDependent, type ExportFacts, type ReferenceCheck } from "../../api/references.ts";
 import { parseRule } from "../../api/rule.ts";
 import {
@@ -42,8 +43,14 @@ function refuse(name: string, problems: readonly string[]): Decision {
 function sort(check: ReferenceCheck, refusals: string[], warnings: string[], refuseMissingExport: boolean): void {
   if (check.ok) return;
   if (check.definite && (refuseMissingExport || !check.exportMissing)) refusals.push(check.message);
+  else if (check.declined && refuseMissingExport) warnings.push(`${check.message}; ${DECLINED_WARNING}`);
   else warnings.push(check.message);
 }
+
+/** A rule whose own workspace declined the read-only claims cannot be checked, so it is not enforced. */
+export const DECLINED_WARNING =
+  "this rule is NOT enforced until its workspace accepts the read-only claims (its status says so), " +
+  "unless the operator runs the webhook with --enforce-unverified-rules";
 
 export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps): Promise<Decision> {
   if (request.operation !== "CREATE" && request.operation !== "UPDATE") return allow("not-delete");

@@ -49,7 +49,7 @@ export const CHECKS_DECLINED_REASON = "ChecksDeclined";
 export type IndexTrust = "protected" | "not-enforced" | "unknown";
 
 /** DependentsIndexed reasons (src/controller/status.ts) by what they mean for enforcement. */
-export const INDEX_PROTECTED_REASONS: readonly string[] = ["Indexed", "IndexRevoked", "IndexLost"];
+export const INDEX_PROTECTED_REASONS: readonly string[] = ["Indexed", "IndexRevoked", "IndexLost", "IndexResyncing"];
 export const INDEX_NOT_ENFORCED_REASONS: readonly string[] = [
   "IndexForbidden",
   "IndexFailing",
