@@ -81,15 +81,13 @@ describe("teardown planner", () => {
   });
 
   it("property: every edge from an earlier wave to a later one; every object placed or stuck, once", () => {
-    const graph = fc
-      .integer({ min: 1, max: 40 })
-      .chain((n) =>
-        fc.record({
-          n: fc.constant(n),
-          edges: fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n - 1)), { maxLength: n * 2 }),
-          skip: fc.array(fc.boolean(), { minLength: n, maxLength: n }),
-        }),
-      );
+    const graph = fc.integer({ min: 1, max: 40 }).chain((n) =>
+      fc.record({
+        n: fc.constant(n),
+        edges: fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n - 1)), { maxLength: n * 2 }),
+        skip: fc.array(fc.boolean(), { minLength: n, maxLength: n }),
+      }),
+    );
     fc.assert(
       fc.property(graph, ({ n, edges, skip }) => {
         const objects = Array.from({ length: n }, (_, i) => obj(`o${i}`, { skipProtection: skip[i]! }));

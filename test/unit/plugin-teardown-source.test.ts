@@ -1,0 +1,174 @@
+// teardown through the one REST client, against a local HTTP stand-in for kcp that refuses a referenced DELETE the
+// way the webhook does (a 409 Status with details.causes): the bound types come from APIBindings (kcp's own
+// *.kcp.io types left out), the plan from dry runs, the run deletes with the uid precondition and reads objects
+// again until gone; a blocker in another namespace makes the plan incomplete (exit 1).
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { run } from "../../src/plugin/main.ts";
+
+const WS = "/clusters/root:consumer1";
+const VPCS = `${WS}/apis/network.test.io/v1/namespaces/team-a/vpcs`;
+const VMS = `${WS}/apis/compute.test.io/v1/namespaces/team-a/virtualmachines`;
+
+interface Obj {
+  kind: string;
+  name: string;
+  uid: string;
+  ref?: string;
+}
+
+describe("teardown against a kcp stand-in", () => {
+  let server: http.Server;
+  let dir: string;
+  let kubeconfig: string;
+  let objects: Map<string, Obj>;
+  const requests: string[] = [];
+
+  const item = (o: Obj) => ({ kind: o.kind, metadata: { name: o.name, namespace: "team-a", uid: o.uid } });
+  const refusal = (blockers: string[]) => ({
+    kind: "Status",
+    code: 409,
+    reason: "Conflict",
+    message: `admission webhook "w" denied the request: cannot delete: still referenced by ${blockers.join(", ")}`,
+    details: { causes: blockers.map((b) => ({ reason: "ReferencedBy", message: b, field: ".spec.vpcRef.name" })) },
+  });
+
+  function handle(req: http.IncomingMessage, body: string, url: URL, json: (c: number, b: unknown) => void): void {
+    const p = url.pathname;
+    if (p === `${WS}/apis/apis.kcp.io/v1alpha1/apibindings`)
+      return json(200, {
+        items: [
+          { status: { boundResources: [{ group: "network.test.io", resource: "vpcs" }] } },
+          { status: { boundResources: [{ group: "compute.test.io", resource: "virtualmachines" }] } },
+          { status: { boundResources: [{ group: "tenancy.kcp.io", resource: "workspaces" }] } },
+        ],
+      });
+    if (p === `${WS}/apis`)
+      return json(200, {
+        groups: ["network.test.io", "compute.test.io", "tenancy.kcp.io"].map((name) => ({
+          name,
+          preferredVersion: { version: "v1" },
+        })),
+      });
+    if (p === `${WS}/api/v1`) return json(200, { resources: [] });
+    const res = (name: string, kind: string, namespaced = true) =>
+      json(200, { resources: [{ name, kind, namespaced }] });
+    if (p === `${WS}/apis/network.test.io/v1`) return res("vpcs", "VPC");
+    if (p === `${WS}/apis/compute.test.io/v1`) return res("virtualmachines", "VirtualMachine");
+    if (p === `${WS}/apis/tenancy.kcp.io/v1`) return res("workspaces", "Workspace", false);
+    if (p === VPCS || p === VMS) {
+      const kind = p === VPCS ? "VPC" : "VirtualMachine";
+      return json(200, { items: [...objects.values()].filter((o) => o.kind === kind).map(item) });
+    }
+    const o = objects.get(p);
+    if (!o) return json(404, { kind: "Status", code: 404, reason: "NotFound", message: "not found" });
+    if (req.method === "GET") return json(200, item(o));
+    if (req.method !== "DELETE") return json(405, {});
+    const blockers = [...objects.values()].filter((x) => x.ref === o.name).map((x) => `${x.kind}/${x.name}`);
+    if (o.name === "vpc-outside") blockers.push("VirtualMachine/team-b/elsewhere");
+    if (blockers.length > 0) return json(409, refusal(blockers));
+    if (url.searchParams.get("dryRun") === "All") return json(200, item(o));
+    const uid = (JSON.parse(body || "{}") as { preconditions?: { uid?: string } }).preconditions?.uid;
+    if (uid !== o.uid) return json(409, { kind: "Status", code: 409, reason: "Conflict", message: "Precondition" });
+    objects.delete(p);
+    json(200, item(o));
+  }
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => {
+        const url = new URL(req.url ?? "/", "http://x");
+        requests.push(`${req.method} ${url.pathname}${url.search}`);
+        handle(req, body, url, (code, b) => {
+          res.writeHead(code, { "content-type": "application/json" });
+          res.end(JSON.stringify(b));
+        });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as AddressInfo).port;
+    dir = mkdtempSync(join(tmpdir(), "plugin-teardown-"));
+    kubeconfig = join(dir, "kubeconfig");
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{ name: "kcp", cluster: { server: `http://127.0.0.1:${port}${WS}` } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "kcp", user: "u" } }],
+        "current-context": "c",
+      }),
+    );
+  });
+
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const seed = (extra: Obj[] = []): void => {
+    objects = new Map(
+      [
+        { kind: "VPC", name: "vpc-1", uid: "u1" },
+        { kind: "VirtualMachine", name: "vm-1", uid: "u2", ref: "vpc-1" },
+        ...extra,
+      ].map((o) => [`${o.kind === "VPC" ? VPCS : VMS}/${o.name}`, o]),
+    );
+  };
+
+  const teardown = async (...args: string[]): Promise<{ code: number; out: string; err: string }> => {
+    let out = "";
+    let err = "";
+    const code = await run(["teardown", "-n", "team-a", ...args, `--kubeconfig=${kubeconfig}`], {
+      out: (t) => (out += t),
+      err: (t) => (err += t),
+    });
+    return { code, out, err };
+  };
+
+  it("--plan: VMs first, then the VPC they name; kcp's own types are not listed", async () => {
+    seed();
+    const r = await teardown("--plan");
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /2 object\(s\) in 2 wave\(s\)/);
+    assert.match(r.out, /^1\s+VirtualMachine\s+team-a\s+vm-1\s*$/m);
+    assert.match(r.out, /^2\s+VPC\s+team-a\s+vpc-1\s+VirtualMachine\/team-a\/vm-1\s*$/m);
+    assert.ok(!requests.some((q) => q.includes("/workspaces")), "tenancy.kcp.io is not taken down");
+    assert.ok(!requests.some((q) => q.startsWith("DELETE") && !q.includes("dryRun=All")), "nothing deleted");
+  });
+
+  it("runs: deletes with the uid precondition, dependents first, and the namespace ends empty", async () => {
+    seed();
+    requests.length = 0;
+    const r = await teardown("--timeout=30s");
+    assert.equal(r.code, 0, r.out + r.err);
+    assert.match(r.out, /done: 2 object\(s\) deleted in 2 wave\(s\), 0 delete\(s\) refused/);
+    const real = requests.filter((q) => q.startsWith("DELETE") && !q.includes("dryRun"));
+    assert.deepEqual(real, [`DELETE ${VMS}/vm-1`, `DELETE ${VPCS}/vpc-1`]);
+    assert.equal(objects.size, 0);
+  });
+
+  it("a blocker in another namespace: the plan names it and exits 1", async () => {
+    seed([{ kind: "VPC", name: "vpc-outside", uid: "u3" }]);
+    const r = await teardown("--plan", "-o", "json");
+    assert.equal(r.code, 1, r.err);
+    const plan = JSON.parse(r.out) as { complete: boolean; stuck: { id: string; reason: string; detail: string }[] };
+    assert.equal(plan.complete, false);
+    assert.deepEqual(plan.stuck, [
+      {
+        id: "network.test.io/vpcs/team-a/vpc-outside",
+        reason: "blocked-outside",
+        detail: "blocked by VirtualMachine/team-b/elsewhere, not part of this teardown",
+      },
+    ]);
+  });
+});
