@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import { HELP } from "../../src/plugin/help.ts";
 import { run } from "../../src/plugin/main.ts";
 import { parseTeardownArgs, TEARDOWN_FLAGS } from "../../src/plugin/teardown/args.ts";
+import { namedIds } from "../../src/plugin/teardown/source.ts";
 
 describe("teardown arguments", () => {
   it("-n with --plan -o json", () => {
@@ -82,5 +83,19 @@ describe("teardown arguments", () => {
     for (const f of TEARDOWN_FLAGS) assert.ok(named.has(f.name), `--${f.name} in the help page`);
     for (const c of ["kubeconfig", "context", "workspace"]) named.delete(c);
     assert.deepEqual([...named].sort(), TEARDOWN_FLAGS.map((f) => f.name).sort());
+  });
+
+  it("--skip-protection names an object by kind, plural or group, with the namespace given or from -n", () => {
+    const types = [
+      { group: "network.test.io", version: "v1", name: "vpcs", singularName: "vpc", kind: "VPC", namespaced: true },
+      { group: "zones.test.io", version: "v1", name: "zones", kind: "Zone", namespaced: false },
+    ];
+    const ids = namedIds(["vpc/a", "vpcs.network.test.io/team-b/b", "Zone/eu"], types, "team-a");
+    assert.deepEqual(
+      [...ids],
+      ["network.test.io/vpcs/team-a/a", "network.test.io/vpcs/team-b/b", "zones.test.io/zones//eu"],
+    );
+    assert.throws(() => namedIds(["vpc"], types, "x"), /want <resource>\/<name>/);
+    assert.throws(() => namedIds(["router/x"], types, "x"), /no such bound type/);
   });
 });

@@ -90,7 +90,9 @@ export function stuckText(plan: Plan): string {
 
 function skipSpec(plan: Plan, id: string): string {
   const o = plan.objects.find((x) => x.id === id);
-  return o ? `${o.resource}.${o.group}/${o.name}` : id;
+  if (!o) return id;
+  const type = o.group ? `${o.resource}.${o.group}` : o.resource;
+  return o.namespace ? `${type}/${o.namespace}/${o.name}` : `${type}/${o.name}`;
 }
 
 export function planTable(plan: Plan, ctx: PlanContext): string {

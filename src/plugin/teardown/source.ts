@@ -136,13 +136,15 @@ export function kcpTeardownApi(s: Session, scope: Scope, types: readonly ApiReso
   return api;
 }
 
-/** `vpc/my-vpc` or `vpcs.network.test.io/my-vpc` (named with --skip-protection) → the object's id in scope. */
+/** `vpc/my-vpc`, `vpcs.network.test.io/my-vpc` or `vpc/team-a/my-vpc` (--skip-protection) → the object's id. */
 export function namedIds(specs: readonly string[], types: readonly ApiResource[], namespace?: string): Set<string> {
   const ids = new Set<string>();
   for (const spec of specs) {
-    const [query, name, ...rest] = spec.split("/");
-    if (!query || !name || rest.length > 0)
-      throw new PluginError(`--skip-protection ${spec}: want <resource>/<name>, e.g. vpc/my-vpc`);
+    // `<resource>/<namespace>/<name>` names a namespaced object in a whole-workspace teardown.
+    const parts = spec.split("/");
+    const [query, ns, name] = parts.length === 3 ? parts : [parts[0], namespace, parts[1]];
+    if (!query || !name || parts.length > 3 || parts.some((p) => p === ""))
+      throw new PluginError(`--skip-protection ${spec}: want <resource>/<name> or <resource>/<namespace>/<name>`);
     const q = query.toLowerCase();
     const [resource, ...group] = q.split(".");
     const found = types.filter(
@@ -153,7 +155,7 @@ export function namedIds(specs: readonly string[], types: readonly ApiResource[]
     if (found.length !== 1)
       throw new PluginError(`--skip-protection ${spec}: ${found.length === 0 ? "no such bound type" : "ambiguous"}`);
     const t = found[0]!;
-    ids.add(objectId(t.group, t.name, t.namespaced ? namespace : undefined, name));
+    ids.add(objectId(t.group, t.name, t.namespaced ? ns : undefined, name));
   }
   return ids;
 }
