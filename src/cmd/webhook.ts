@@ -203,7 +203,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     healthProbeBindAddress: parse.listen(v["health-probe-bind-address"]!, "health-probe-bind-address"),
     kcpBaseUrl: kcpBaseUrl?.replace(/\/+$/, ""),
     limits: parseLimits(v),
-    indexBudget: parseIndexBudget(v),
+    ...parseIndexBudget(v),
   };
 }
 

@@ -13,8 +13,10 @@ export type FoundDependents = Extract<LookupResult, { ok: true }>;
  * `no-read-access` (only `--lookup=auto`, hybrid.ts) is not "yet": the rule's provider never consented to the index
  * (or revoked it) and a live list in the consumer workspace is refused with 403 too, so nothing can check this
  * dependent type there until one of the two grants is given.
+ * `unreadable` (the index) is not "yet" either: the consumer workspace holds dependents the index keeps unread (over
+ * a budget, index/budget.ts); only that workspace's lookups of that type get it, until it removes them.
  */
-export type UnavailableReason = "starting" | "syncing" | "failing" | "not-indexed" | "no-read-access";
+export type UnavailableReason = "starting" | "syncing" | "failing" | "not-indexed" | "no-read-access" | "unreadable";
 
 /** The finder cannot answer truthfully now; `message` is safe to show the deleter, `detail` is for the log. */
 export interface Unavailable {

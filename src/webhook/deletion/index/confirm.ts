@@ -2,7 +2,8 @@
 // then the VPC would now and then be told that the VM it just deleted still blocks. So before a denial names what the
 // index found, each found dependent is read again with a consistent GET (through the same virtual workspace, with the
 // provider's consent): one that is gone, or no longer names the target, is dropped. Only a few are read, on the deny
-// path only; any doubt (an error, too many found, an answer cut short) keeps every blocker the index found.
+// path only; any doubt (an error, too many found, an answer cut short, an object larger than CONFIRM_MAX_BYTES, the
+// workspace past its rate of second looks: confirm-rate.ts) keeps every blocker the index found.
 import type { Dependent, Lookup } from "../../admission.ts";
 import { MAX_LISTED_BLOCKERS } from "../../admission.ts";
 import { dependentCollectionPath, type FoundDependents } from "../finder.ts";
@@ -11,7 +12,14 @@ import { matchingDependents } from "../matching.ts";
 /** Found dependents read again at most; past this many the denial stands as the index gave it. */
 export const CONFIRM_AT_MOST = MAX_LISTED_BLOCKERS;
 
-export type ConfirmResult = "kept" | "gone" | "error";
+/**
+ * Largest answer a second look reads. A dependent is a few kB; one that is larger costs parsing time on the event
+ * loop every tenant shares, so it is not read at all and counts as an error: the blocker stays (the safe side).
+ */
+export const CONFIRM_MAX_BYTES = 256 * 1024;
+
+/** `limited`: not read because the workspace had spent its rate of second looks (the blockers stay). */
+export type ConfirmResult = "kept" | "gone" | "error" | "limited";
 
 /** Reads one dependent now; undefined when it does not exist (404). */
 export type ReadDependent = (path: string) => Promise<unknown>;
@@ -27,9 +35,14 @@ export async function confirmDependents(
   lookup: Lookup,
   read: ReadDependent,
   tally: (result: ConfirmResult) => void = () => {},
+  allowed: (reads: number) => boolean = () => true,
 ): Promise<FoundDependents> {
   const n = found.dependents.length;
   if (n === 0 || n > CONFIRM_AT_MOST || !found.complete) return found;
+  if (!allowed(n)) {
+    for (let i = 0; i < n; i++) tally("limited");
+    return found;
+  }
   const checked = await Promise.all(
     found.dependents.map(async (d): Promise<Dependent | undefined> => {
       try {

@@ -6,9 +6,19 @@
 import type { Logger } from "pino";
 import { dependentTypeKey } from "../../../api/index-report.ts";
 import { MAX_CAUSES, type Lookup, type UnavailableSeen } from "../../admission.ts";
-import { found, unavailable, type DependentFinder, type FinderAnswer, type FoundDependents } from "../finder.ts";
+import {
+  found,
+  unavailable,
+  type DependentFinder,
+  type FinderAnswer,
+  type FoundDependents,
+  type Unavailable,
+} from "../finder.ts";
+import type { UnreadableReason } from "./budget.ts";
 import type { RuleRegistry } from "../../rules/registry.ts";
-import { confirmDependents, type ConfirmResult } from "./confirm.ts";
+import { CONFIRM_MAX_BYTES, confirmDependents, type ConfirmResult } from "./confirm.ts";
+import { ConfirmRate, type ConfirmRateOptions } from "./confirm-rate.ts";
+import { realClock } from "../../../util/clock.ts";
 import { NotIndexedError } from "./store.ts";
 import { TypeWatches, type IndexWatch, type IndexWatchFactory, type TypeHealth, type TypeWatch } from "./watches.ts";
 
@@ -21,13 +31,17 @@ export interface DependentsIndexOptions {
   logger: Logger;
   /** Told when anything changed (e.g. to refresh the report). */
   onChange?: () => void;
+  /** Second looks per consumer workspace (confirm-rate.ts); the real clock, 5 per second, 20 at once by default. */
+  confirmRate?: Partial<ConfirmRateOptions>;
 }
 
 export class DependentsIndex implements DependentFinder {
   private readonly watches: TypeWatches;
+  private readonly rate: ConfirmRate;
 
   constructor(opts: DependentsIndexOptions) {
     this.watches = new TypeWatches(opts);
+    this.rate = new ConfirmRate({ clock: realClock, perSecond: 5, burst: 20, ...opts.confirmRate });
   }
 
   /** Makes the watches match the registry's dependent types (idempotent; call it with every new registry). */
@@ -53,6 +67,7 @@ export class DependentsIndex implements DependentFinder {
     for (const w of slot.next ? [slot.current, slot.next] : [slot.current]) {
       const answer = answerFrom(w.watch, lookup, limit);
       if (answer.kind === "found") return this.confirm(w.watch, answer, lookup, signal);
+      if (answer.kind === "unreadable") return unreadableAnswer(what, key, answer.why);
       if (!problem || (problem.kind === "not-indexed" && answer.kind !== "not-indexed")) problem = answer;
     }
     if (problem?.kind === "failing")
@@ -71,7 +86,9 @@ export class DependentsIndex implements DependentFinder {
   }
 
   /** Reads of found dependents before a denial (confirm.ts), by result, since the start. */
-  readonly confirmations: Record<ConfirmResult, number> = { kept: 0, gone: 0, error: 0 };
+  readonly confirmations: Record<Exclude<ConfirmResult, "limited">, number> = { kept: 0, gone: 0, error: 0 };
+  /** Found dependents not read again because their workspace had spent its rate of second looks (kept). */
+  confirmationsLimited = 0;
 
   private async confirm(
     watch: IndexWatch,
@@ -82,8 +99,16 @@ export class DependentsIndex implements DependentFinder {
     if (answer.endpoint === undefined) return answer.found;
     const endpoint = answer.endpoint;
     const read = (path: string): Promise<unknown> =>
-      watch.read(endpoint, lookup.consumer, path, { timeoutMs: CONFIRM_TIMEOUT_MS, ...(signal ? { signal } : {}) });
-    return confirmDependents(answer.found, lookup, read, (r) => this.confirmations[r]++);
+      watch.read(endpoint, lookup.consumer, path, {
+        timeoutMs: CONFIRM_TIMEOUT_MS,
+        maxBodyBytes: CONFIRM_MAX_BYTES,
+        ...(signal ? { signal } : {}),
+      });
+    const tally = (r: ConfirmResult): void => {
+      if (r === "limited") this.confirmationsLimited++;
+      else this.confirmations[r]++;
+    };
+    return confirmDependents(answer.found, lookup, read, tally, (n) => this.rate.take(lookup.consumer, n));
   }
 
   /** One line per watched type: ready, syncing, or failing with the errors. */
@@ -96,6 +121,11 @@ export class DependentsIndex implements DependentFinder {
     return this.watches.size();
   }
 
+  /** Dependents held unreadable and the consumer workspaces (per type) holding any, by reason (budget.ts). */
+  unreadable(): ReturnType<TypeWatches["unreadable"]> {
+    return this.watches.unreadable();
+  }
+
   stop(): void {
     this.watches.stop();
   }
@@ -103,6 +133,7 @@ export class DependentsIndex implements DependentFinder {
 
 type Answer =
   | { kind: "found"; found: FoundDependents; endpoint?: string }
+  | { kind: "unreadable"; why: UnreadableReason }
   | { kind: "failing"; detail: string }
   | { kind: "syncing" }
   | { kind: "not-indexed" };
@@ -119,6 +150,7 @@ function answerFrom(watch: IndexWatch, lookup: Lookup, limit: number): Answer {
     if (home) {
       if (home.error !== undefined) return { kind: "failing", detail: `${home.endpoint}: ${home.error}` };
       const r = home.store.find(lookup, limit);
+      if (r.unreadable) return { kind: "unreadable", why: r.unreadable };
       return { kind: "found", found: found(r.dependents, r.complete), endpoint: home.endpoint };
     }
     const failing = watch.failing();
@@ -132,6 +164,19 @@ function answerFrom(watch: IndexWatch, lookup: Lookup, limit: number): Answer {
     if (err instanceof NotIndexedError) return { kind: "not-indexed" };
     throw err;
   }
+}
+
+/** Only this workspace's lookups of this type get it, and it names no object: the other objects are nobody's business. */
+function unreadableAnswer(what: string, key: string, why: UnreadableReason): Unavailable {
+  const cause =
+    why === "names"
+      ? "a dependent names more objects than the index keeps"
+      : "this workspace has more dependents than the index keeps";
+  return unavailable(
+    "unreadable",
+    `the index cannot read every ${what} of this workspace (${cause})`,
+    `${key}: ${why}`,
+  );
 }
 
 const NEVER_SEEN: UnavailableSeen = { everSynced: false, consumerSeen: false };

@@ -13,6 +13,7 @@ import { ExportWatch } from "../../../kcp/virtualworkspace.ts";
 import { dependentTypeKey } from "../../../api/index-report.ts";
 import type { IndexedType, RuleRegistry } from "../../rules/registry.ts";
 import { ReferenceStore, type IndexedDependent } from "./store.ts";
+import type { IndexBudget, UnreadableReason } from "./budget.ts";
 
 /** Why one dependent type cannot be answered from the index, for logs, metrics and the rule's status. */
 export interface TypeHealth {
@@ -46,7 +47,7 @@ export interface IndexWatch {
     endpoint: string,
     cluster: string,
     path: string,
-    opts: { timeoutMs: number; signal?: AbortSignal },
+    opts: { timeoutMs: number; signal?: AbortSignal; maxBodyBytes?: number },
   ): Promise<unknown>;
 }
 
@@ -54,7 +55,12 @@ export interface IndexWatch {
 export type IndexWatchFactory = (spec: { key: string; type: IndexedType; onChange: () => void }) => IndexWatch;
 
 /** The production factory: an ExportWatch through the type's provider export, one ReferenceStore per endpoint. */
-export function exportWatchFactory(base: RestClient, logger: Logger, pageSize?: number): IndexWatchFactory {
+export function exportWatchFactory(
+  base: RestClient,
+  logger: Logger,
+  pageSize?: number,
+  budget?: Partial<IndexBudget>,
+): IndexWatchFactory {
   return ({ key, type, onChange }) => {
     const d = type.dependent;
     const watch = new ExportWatch<KubeObject, IndexedDependent>({
@@ -62,7 +68,7 @@ export function exportWatchFactory(base: RestClient, logger: Logger, pageSize?: 
       exportName: d.apiExportName,
       resourcePath: `/apis/${d.group}/${d.version}/${d.resource}`,
       logger: logger.child({ index: key }),
-      newStore: () => new ReferenceStore(type.fieldPaths),
+      newStore: () => new ReferenceStore(type.fieldPaths, undefined, budget),
       ...(pageSize ? { pageSize } : {}),
       onChange,
     });
@@ -155,6 +161,22 @@ export class TypeWatches {
     for (const slot of this.slots.values())
       for (const e of slot.current.watch.endpointStates()) if (e.synced) n += e.store.size;
     return n;
+  }
+
+  /** Unreadable dependents, and consumer workspaces (per type) holding any, by reason, over all types and endpoints. */
+  unreadable(): { objects: Record<UnreadableReason, number>; workspaces: Record<UnreadableReason, number> } {
+    const objects = { names: 0, budget: 0 };
+    const workspaces = { names: 0, budget: 0 };
+    for (const slot of this.slots.values())
+      for (const e of slot.current.watch.endpointStates()) {
+        if (!e.synced) continue;
+        const w = e.store.workspacesUnreadable();
+        for (const r of ["names", "budget"] as const) {
+          objects[r] += e.store.unreadable[r];
+          workspaces[r] += w[r];
+        }
+      }
+    return { objects, workspaces };
   }
 
   stop(): void {
