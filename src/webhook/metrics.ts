@@ -19,6 +19,7 @@ export interface WebhookMetrics extends RuleEndpointMetrics {
   registryRules: Gauge;
   registryEntries: Gauge;
   registryProblems: Gauge;
+  rulesNotEnforced: Gauge;
   certificateReloads: Counter<"result">;
 }
 
@@ -138,6 +139,11 @@ function registryMetrics(registers: Registers) {
     registryProblems: new Gauge({
       name: "dependency_webhook_registry_problems",
       help: "Rules or dependencies left out of the registry because they are malformed.",
+      registers,
+    }),
+    rulesNotEnforced: new Gauge({
+      name: "dependency_webhook_rules_not_enforced",
+      help: "Rules with a part not enforced for a fault of their own (path never resolved, checks declined, invalid dependent); their statuses say why.",
       registers,
     }),
   };

@@ -14,7 +14,7 @@ import type { Resolution } from "../../kcp/workspaces.ts";
 import { realClock, type Clock, type Timer } from "../../util/clock.ts";
 import { WorkLoop, type PassResult } from "../../util/workloop.ts";
 import type { WebhookMetrics } from "../metrics.ts";
-import { buildRegistry, formatProblem, rulePaths, type RuleRegistry } from "./registry.ts";
+import { buildRegistry, formatProblem, notEnforcedCount, rulePaths, type RuleRegistry } from "./registry.ts";
 import { reportEndpoints, type RuleEndpointMetrics } from "./endpoint-metrics.ts";
 import { withVisibility, type Visibility } from "./visibility.ts";
 
@@ -52,6 +52,8 @@ export interface RuleSourceOptions {
   /** How often endpoint health is looked at for the log and the gauge (decisions look at every review). */
   healthPollMs?: number;
   clock?: Clock;
+  /** Enforce rules whose author declined the read-only checks (--enforce-unverified-rules; the operator's choice). */
+  enforceUnverified?: boolean;
 }
 
 export class RuleSource {
@@ -188,7 +190,7 @@ export class RuleSource {
         }
       }),
     );
-    const registry = buildRegistry(rules, resolutions);
+    const registry = buildRegistry(rules, resolutions, { enforceUnverified: this.opts.enforceUnverified === true });
     this.registry = registry;
     this.ruleEndpoints = origins;
     this.opts.onRegistry?.(registry);
@@ -204,6 +206,7 @@ export class RuleSource {
     m?.registryRules.set(registry.ruleCount);
     m?.registryEntries.set(registry.entryCount);
     m?.registryProblems.set(registry.problems.length);
+    m?.rulesNotEnforced.set(notEnforcedCount(registry));
     // Log each problem once, not on every rebuild.
     const now = new Set(registry.problems.map(formatProblem));
     for (const p of now) if (!this.loggedProblems.has(p)) this.opts.logger.warn({ problem: p }, "rule not registered");
