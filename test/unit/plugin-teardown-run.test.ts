@@ -226,4 +226,23 @@ describe("teardown run loop", () => {
       ["g/vms/default/vm-0"],
     );
   });
+
+  it("a dry run without an answer is asked once more; two failures make the object stuck, not the plan fail", async () => {
+    const ws = new FakeWorkspace(new SteppingClock());
+    chain(ws, 1);
+    const dryRun = ws.dryRun.bind(ws);
+    const failures = new Map<string, number>();
+    ws.dryRun = (o) => {
+      const n = failures.get(o.id) ?? 0;
+      failures.set(o.id, n + 1);
+      if (o.resource === "subnets" && n === 0) return Promise.reject(new Error("no answer within 30000 ms"));
+      if (o.resource === "vpcs") return Promise.reject(new Error("socket hang up"));
+      return dryRun(o);
+    };
+    const { plan } = await survey(ws, await ws.list(), 4);
+    assert.deepEqual(plan.waves, [["g/vms/default/vm-0"], ["g/subnets/default/subnet-0"]]);
+    assert.equal(plan.stuck.length, 1);
+    assert.equal(plan.stuck[0]!.reason, "refused");
+    assert.match(plan.stuck[0]!.detail, /no answer to a dry-run DELETE: socket hang up/);
+  });
 });

@@ -77,6 +77,28 @@ export function refusalText(status: number, r: Refusal): string {
   return `delete refused (${status}${r.reason ? ` ${r.reason}` : ""}): ${r.message || "no message"}`;
 }
 
+/**
+ * A dry run, asked again once when kcp gave no answer (a timeout, a reset connection): one slow answer among
+ * thousands should not end a plan. A second failure becomes a refusal that names no blocker, so the object is
+ * reported as stuck with the reason instead of the whole command failing.
+ */
+async function askOnce(api: TeardownApi, o: PlanObject): Promise<DeleteAnswer> {
+  let last: unknown;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      return await api.dryRun(o);
+    } catch (err) {
+      last = err;
+    }
+  }
+  const message = `no answer to a dry-run DELETE: ${(last as Error)?.message ?? String(last)}`;
+  return {
+    outcome: "refused",
+    status: 0,
+    refusal: { code: 0, reason: "", message, blockers: [], source: "none", complete: false },
+  };
+}
+
 /** Dry-runs every object not yet deleting and plans from what the refusals name. */
 export async function survey(
   api: TeardownApi,
@@ -87,7 +109,7 @@ export async function survey(
   const edges: BlockEdge[] = [];
   const obstacles = new Map<string, Obstacle>();
   const asked = objects.filter((o) => !o.deleting && !o.skipProtection);
-  const answers = await mapLimit(asked, concurrency, (o) => api.dryRun(o));
+  const answers = await mapLimit(asked, concurrency, (o) => askOnce(api, o));
   asked.forEach((o, i) => {
     const a = answers[i]!;
     if (a.outcome !== "refused") return;
