@@ -85,6 +85,13 @@ const FLAGS: Flag[] = [
     help: "also serve the Go original's /validate (no provider in the URL: matches every provider's rules; for migrations only)",
   },
   {
+    name: "enforce-unverified-rules",
+    env: "ENFORCE_UNVERIFIED_RULES",
+    arg: "true|false",
+    default: "false",
+    help: "enforce DependencyRules whose own workspace declined the read-only claims (never checked); off: such rules protect nothing and say so on their status",
+  },
+  {
     name: "kcp-base-url",
     env: "KCP_BASE_URL",
     arg: "URL",
@@ -186,6 +193,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     throw new UsageError(`--tls-min-version: want 1.2 or 1.3, got ${JSON.stringify(minVersion)}`);
   const ciphers = v["tls-cipher-suites"];
   const legacy = parse.bool(v["legacy-validate-route"]!, "legacy-validate-route");
+  const unverified = parse.bool(v["enforce-unverified-rules"]!, "enforce-unverified-rules");
   const lookup = v["lookup"];
   if (lookup !== "auto" && lookup !== "index" && lookup !== "live")
     throw new UsageError(`--lookup: want auto, index or live, got ${JSON.stringify(lookup)}`);
@@ -193,6 +201,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     kubeconfig,
     lookup,
     ...(legacy ? { legacyValidateRoute: true } : {}),
+    ...(unverified ? { enforceUnverifiedRules: true } : {}),
     ...(clientCAFile ? { clientCAFile, allowedClientSubjects: subjects } : {}),
     minTLSVersion: minVersion === "1.3" ? "TLSv1.3" : "TLSv1.2",
     ...(ciphers ? { cipherSuites: ciphers } : {}),

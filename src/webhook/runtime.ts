@@ -49,6 +49,7 @@ export interface WebhookConfig {
   lookup?: LookupMode;
   /** Serve the Go original's /validate too (every provider's rules match there). */
   legacyValidateRoute?: boolean;
+  enforceUnverifiedRules?: boolean; // rules whose author declined the read-only checks (docs/operations.md)
   limits?: TransportLimits; // review slots, queue, connections, body pace
   indexBudget?: Partial<IndexBudget>; // what the index keeps per consumer workspace (deletion/index/budget.ts)
 }
@@ -81,7 +82,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     const index = flags.lookup === "live" ? undefined : startIndex(conn, lookupBase, logger, steps, flags.indexBudget);
     if (!index) await withdrawIndexReport(conn.workspaceClient, logger);
     if (index) registerIndexMetrics(metricsRegistry, index);
-    const { rules, source } = ruleSource(conn, flags.apiExportName, resolver, logger, metrics, index);
+    const { rules, source } = ruleSource(conn, flags, resolver, logger, metrics, index);
     source.start();
     steps.push(() => source.stop());
 
@@ -223,7 +224,7 @@ async function endpointsOf(conn: ReturnType<typeof loadKcpConnection>, exportNam
 /** DependencyRules through the dep-ctrl export's virtual workspace, resolved into the registry on the work loop. */
 function ruleSource(
   conn: ReturnType<typeof loadKcpConnection>,
-  exportName: string,
+  { apiExportName: exportName, enforceUnverifiedRules }: WebhookConfig,
   resolver: WorkspaceResolver,
   logger: Logger,
   metrics: WebhookMetrics,
@@ -246,6 +247,7 @@ function ruleSource(
     resolver,
     logger: logger.child({ part: "registry" }),
     metrics,
+    enforceUnverified: enforceUnverifiedRules === true,
     ...(index ? { onRegistry: (registry: RuleRegistry) => index.follow(registry) } : {}),
   });
   return { rules, source };

@@ -48,6 +48,14 @@ describe("parseConfig", () => {
     assert.throws(() => parseConfig(["--body-timeout=10"], env), /--body-timeout: invalid duration/);
   });
 
+  it("enforces rules whose checks were declined only when the operator asks", () => {
+    const on = parseConfig(["--enforce-unverified-rules=true"], env);
+    assert.ok(on !== "help" && on.enforceUnverifiedRules === true);
+    const plain = parseConfig([], env);
+    assert.ok(plain !== "help" && plain.enforceUnverifiedRules === undefined);
+    assert.throws(() => parseConfig(["--enforce-unverified-rules=maybe"], env), /want true or false/);
+  });
+
   it("serves the legacy /validate route only when asked", () => {
     const c = parseConfig(["--legacy-validate-route=true"], env);
     assert.ok(c !== "help");
