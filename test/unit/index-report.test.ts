@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import pino from "pino";
 import { INDEX_REPORT_PATH, parseIndexReport } from "../../src/api/index-report.ts";
 import { toApiError } from "../../src/kcp/answers.ts";
-import { IndexReporter, reportOf } from "../../src/webhook/deletion/index/report.ts";
+import { IndexReporter, mergeReports, REPLICA_TTL_MS, reportOf } from "../../src/webhook/deletion/index/report.ts";
 import type { TypeHealth } from "../../src/webhook/deletion/index/watches.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 
@@ -119,5 +119,60 @@ describe("IndexReporter", () => {
     r.changed();
     await clock.advance(120_000);
     assert.equal(kcp.calls.length, stored, "nothing after stop");
+  });
+});
+
+describe("IndexReporter: several replicas", () => {
+  it("publishes the worst state any live replica reports, whoever writes last, and forgets a replica that is gone", async () => {
+    const kcp = kcpConfigMap();
+    const clock = new FakeClock();
+    const logger = pino({ level: "silent" });
+    let aHealth: TypeHealth[] = [{ type: VM, state: "failing", errors: ["403 Forbidden"] }];
+    const a = new IndexReporter({ client: kcp.client, health: () => aHealth, logger, clock, replica: "a" });
+    const b = new IndexReporter({
+      client: kcp.client,
+      health: () => [{ type: VM, state: "ready", errors: [] }],
+      logger,
+      clock,
+      replica: "b",
+    });
+    a.start();
+    await clock.advance(2_000);
+    b.start();
+    await clock.advance(2_000);
+    // b wrote last and sees the type ready; a's 403 still shows.
+    assert.deepEqual(kcp.report(), { [VM]: { state: "failing", reason: "Forbidden" } });
+    for (let i = 0; i < 3; i++) {
+      b.changed();
+      await clock.advance(2_000);
+      assert.deepEqual(kcp.report(), { [VM]: { state: "failing", reason: "Forbidden" } }, "no flapping");
+      a.changed();
+      await clock.advance(2_000);
+      assert.deepEqual(kcp.report(), { [VM]: { state: "failing", reason: "Forbidden" } }, "no flapping");
+    }
+    aHealth = [{ type: VM, state: "ready", errors: [] }];
+    a.changed();
+    await clock.advance(2_000);
+    assert.deepEqual(kcp.report(), { [VM]: { state: "ready" } });
+    // a goes away while failing: b's heartbeats drop it once its entry is older than the TTL.
+    aHealth = [{ type: VM, state: "syncing", errors: [] }];
+    a.changed();
+    await clock.advance(2_000);
+    assert.deepEqual(kcp.report(), { [VM]: { state: "syncing" } });
+    await a.stop();
+    await clock.advance(REPLICA_TTL_MS + 60_000);
+    assert.deepEqual(kcp.report(), { [VM]: { state: "ready" } });
+    await b.stop();
+  });
+
+  it("merges per type: Forbidden over Error over syncing over ready", () => {
+    assert.deepEqual(
+      mergeReports([
+        { x: { state: "ready" }, y: { state: "failing", reason: "Error" }, z: { state: "syncing" } },
+        { x: { state: "syncing" }, y: { state: "failing", reason: "Forbidden" } },
+        { y: { state: "ready" }, z: { state: "ready" } },
+      ]),
+      { x: { state: "syncing" }, y: { state: "failing", reason: "Forbidden" }, z: { state: "syncing" } },
+    );
   });
 });

@@ -1,16 +1,25 @@
 // Publishes the index's health (src/api/index-report.ts) into the dep-ctrl workspace, where the controller turns it
 // into each rule's DependentsIndexed condition. Level-triggered on a work loop: each pass computes the whole report
-// and writes only when it differs from what is stored, so a steady index makes no writes.
+// and writes only when it differs from what is stored, so a steady index makes no writes but a heartbeat a minute.
+//
+// Every replica has an index and may see it differently for a while (one has listed, the other not yet; one got a
+// 403). Each writes its own entry (`replica.<name>.json`, with the time it was written) and, in the same write, the
+// merge of every entry younger than REPLICA_TTL_MS into the key the controller reads: per type the worst state any
+// replica reports. The merge is a function of the entries alone, so whichever replica writes last writes the same
+// thing: the condition cannot flap between replicas' views. The worst state is the one to show, because that
+// replica answers its deletes accordingly. A replica that is gone stops its heartbeat and drops out of the merge.
+import { hostname } from "node:os";
 import type { Logger } from "pino";
 import {
   INDEX_REPORT_KEY,
   INDEX_REPORT_PATH,
   indexReportConfigMap,
+  parseIndexReport,
   type IndexReport,
   type IndexedTypeState,
 } from "../../../api/index-report.ts";
 import { isApiError } from "../../../kcp/rest.ts";
-import type { Clock } from "../../../util/clock.ts";
+import { realClock, type Clock } from "../../../util/clock.ts";
 import { WorkLoop } from "../../../util/workloop.ts";
 import type { TypeHealth } from "./watches.ts";
 
@@ -27,6 +36,51 @@ export function reportOf(health: readonly TypeHealth[]): IndexReport {
   return report;
 }
 
+/** An entry older than this is a replica that is gone: out of the merge, and removed at the next write. */
+export const REPLICA_TTL_MS = 180_000;
+/** A replica rewrites its entry at least this often, so a live one never ages out. */
+const HEARTBEAT_MS = 60_000;
+const ENTRY = /^replica\.([-._a-zA-Z0-9]+)\.json$/;
+
+const RANK = (s: IndexedTypeState): number =>
+  s.state === "ready" ? 0 : s.state === "syncing" ? 1 : s.reason === "Error" ? 2 : 3;
+
+/** Per type, the worst state any report gives (failing: Forbidden over Error, then syncing, then ready). */
+export function mergeReports(reports: readonly IndexReport[]): IndexReport {
+  const out: IndexReport = {};
+  for (const r of reports)
+    for (const [type, state] of Object.entries(r)) {
+      const have = out[type];
+      if (!have || RANK(state) > RANK(have)) out[type] = state;
+    }
+  return out;
+}
+
+/** The report as the ConfigMap stores it: keys sorted, so equal reports are equal strings. */
+const canonical = (r: IndexReport): string =>
+  (indexReportConfigMap(r)["data"] as Record<string, string>)[INDEX_REPORT_KEY]!;
+
+interface Entry {
+  at: number;
+  types: IndexReport;
+}
+
+function entriesOf(data: Record<string, string>): Map<string, Entry> {
+  const out = new Map<string, Entry>();
+  for (const [key, raw] of Object.entries(data)) {
+    const replica = ENTRY.exec(key)?.[1];
+    if (replica === undefined) continue;
+    try {
+      const v = JSON.parse(raw) as { at?: unknown; types?: unknown };
+      const types = parseIndexReport({ data: { [INDEX_REPORT_KEY]: JSON.stringify(v.types) } });
+      if (typeof v.at === "number" && types) out.set(replica, { at: v.at, types });
+    } catch {
+      // not an entry this code wrote: left out of the merge
+    }
+  }
+  return out;
+}
+
 interface ConfigMapClient {
   request<T>(method: string, path: string, opts?: { body?: unknown }): Promise<T>;
 }
@@ -37,6 +91,8 @@ export interface IndexReporterOptions {
   health: () => readonly TypeHealth[];
   logger: Logger;
   clock?: Clock;
+  /** This replica's name in the report (default the host name: the pod's name). */
+  replica?: string;
 }
 
 export class IndexReporter {
@@ -68,16 +124,33 @@ export class IndexReporter {
     this.loop.enqueue();
   }
 
+  /** The data to store: this replica's entry (rewritten when changed or due), the fresh entries, their merge. */
+  private wanted(have: Record<string, string>): Record<string, string> {
+    const now = (this.opts.clock ?? realClock).now();
+    const me = (this.opts.replica ?? hostname()).replace(/[^-._a-zA-Z0-9]/g, "_");
+    const entries = entriesOf(have);
+    const mine = reportOf(this.opts.health());
+    const before = entries.get(me);
+    if (!before || canonical(before.types) !== canonical(mine) || now - before.at >= HEARTBEAT_MS)
+      entries.set(me, { at: now, types: mine });
+    const fresh = [...entries].filter(([, e]) => now - e.at < REPLICA_TTL_MS).sort(([a], [b]) => (a < b ? -1 : 1));
+    const data: Record<string, string> = { [INDEX_REPORT_KEY]: canonical(mergeReports(fresh.map(([, e]) => e.types))) };
+    for (const [replica, e] of fresh)
+      data[`replica.${replica}.json`] = JSON.stringify({ at: e.at, types: JSON.parse(canonical(e.types)) as unknown });
+    return data;
+  }
+
   private async publish(): Promise<void> {
-    const want = indexReportConfigMap(reportOf(this.opts.health()));
     let have: { metadata?: { resourceVersion?: string }; data?: Record<string, string> } | undefined;
     try {
       have = await this.opts.client.request("GET", INDEX_REPORT_PATH);
     } catch (err) {
       if (!isApiError(err, 404)) throw err;
     }
-    const wantData = (want["data"] as Record<string, string>)[INDEX_REPORT_KEY];
-    if (have?.data?.[INDEX_REPORT_KEY] === wantData) return;
+    const data = this.wanted(have?.data ?? {});
+    const want: Record<string, unknown> = { ...indexReportConfigMap({}), data };
+    const wantData = data[INDEX_REPORT_KEY];
+    if (sameData(have?.data ?? {}, data)) return;
     if (have) {
       const rv = have.metadata?.resourceVersion;
       const body = { ...want, metadata: { ...(want["metadata"] as object), ...(rv ? { resourceVersion: rv } : {}) } };
@@ -85,6 +158,13 @@ export class IndexReporter {
     } else {
       await this.opts.client.request("POST", INDEX_REPORT_PATH.replace(/\/[^/]+$/, ""), { body: want });
     }
-    this.opts.logger.info({ report: wantData }, "published the dependents index report");
+    // The heartbeat rewrites this replica's entry every minute: only a changed merge is worth a line.
+    if (have?.data?.[INDEX_REPORT_KEY] !== wantData)
+      this.opts.logger.info({ report: wantData }, "published the dependents index report");
   }
+}
+
+function sameData(a: Record<string, string>, b: Record<string, string>): boolean {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
 }
