@@ -99,20 +99,48 @@ describe("RuleSource", () => {
     source.stop();
   });
 
-  it("is not ready again while a new endpoint is listing", async () => {
+  it("a new endpoint that has not listed stays ready and refuses only the reviews whose rules may come from it", async () => {
     const { watch, source, settled } = setup(() => Promise.resolve(net1));
+    const OLD = "https://shard-0/vw";
+    const NEW = "https://shard-1/vw";
+    let states = [{ endpoint: OLD, synced: true }];
+    watch.rules = [rule("c1", "r1")];
+    const sourced = () => watch.rules.map((object) => ({ endpoint: OLD, object }));
+    Object.assign(watch, { listWithEndpoints: sourced, endpointStates: () => states });
     watch.synced = true;
     watch.onChange();
     await settled();
-    assert.notEqual(source.current(), undefined);
-    watch.synced = false; // a new shard appeared
+    assert.equal(source.current()?.find(logicalClusterName("net1"), VPCS).unseen, undefined);
+
+    states = [...states, { endpoint: NEW, synced: false }]; // a new shard that never lists
+    watch.synced = false;
     watch.onChange();
+    await settled();
+    assert.equal(source.notReadyReason(), undefined, "the replica stays ready");
+    const known = source.current()?.find(logicalClusterName("net1"), VPCS);
+    assert.deepEqual(
+      known?.entries.map((e) => e.rule),
+      ["c1/r1"],
+    );
+    assert.equal(known?.unseen, undefined, "a rule listed from a healthy endpoint is decided as usual");
+    const unknown = source.current()?.find(logicalClusterName("other"), VPCS);
+    assert.deepEqual(unknown?.unseen?.endpoints, [NEW], "no known rule: it may be on the new shard");
+
+    states = states.map((e) => ({ ...e, synced: true }));
+    watch.synced = true;
+    watch.onChange();
+    await settled();
+    assert.equal(source.current()?.find(logicalClusterName("other"), VPCS).unseen, undefined);
+    source.stop();
+  });
+
+  it("before the first full sync, a new endpoint still holds readiness", async () => {
+    const { watch, source, settled } = setup(() => Promise.resolve(net1));
+    watch.synced = false;
+    watch.onChange();
+    await settled();
     assert.equal(source.current(), undefined);
-    watch.synced = true;
-    watch.rules = [rule("c2", "on-new-shard")];
-    watch.onChange();
-    await settled();
-    assert.equal(source.current()?.find(logicalClusterName("net1"), VPCS).entries.length, 1);
+    assert.match(source.notReadyReason() ?? "", /not yet synced/);
     source.stop();
   });
 

@@ -1,12 +1,12 @@
 // The live source of the rule registry: DependencyRules watched through the dep-ctrl APIExport's virtual workspace
 // on every endpoint (shard), their provider paths resolved to logical clusters, and the registry rebuilt from
 // scratch on the shared work loop after every change (level-triggered). Not ready until every endpoint has listed
-// its rules and a registry was built from that complete list; while a newly added endpoint is still listing, it is
-// not ready again, so no DELETE is decided on a partial set of rules.
+// its rules and a registry was built from that complete list, so no DELETE is decided on a partial set of rules.
 //
-// After that first full sync, an endpoint whose list/watch fails (for longer than `brokenAfterMs`) does not make the
-// replica unready: its last-known rules stay, and only the reviews whose rules may come from that shard are refused
-// with 503 (rule-visibility.ts says which). Transitions are logged and the per-endpoint gauge is kept on a timer.
+// After that first full sync, neither an endpoint whose list/watch fails (for longer than `brokenAfterMs`) nor a new
+// endpoint that has not listed yet makes the replica unready: the last-known rules stay, and only the reviews whose
+// rules may come from that shard are refused with 503 (visibility.ts says which). Transitions are logged and the
+// per-endpoint gauge is kept on a timer.
 import type { Logger } from "pino";
 import { ruleKeyOf } from "../../api/rule.ts";
 import { ruleKeyString, type DependencyRule, type WorkspacePath } from "../../api/types.ts";
@@ -30,7 +30,12 @@ export interface RuleWatch {
   endpoints?(): string[];
   /** What is failing now (ExportWatch.failing); without it, every endpoint counts as healthy. */
   failing?(): { endpoint: string; error: string }[];
+  /** Whether each endpoint has listed (ExportWatch.endpointStates): one that has not counts as unseen. */
+  endpointStates?(): { endpoint: string; synced: boolean }[];
 }
+
+/** Stands for the endpoint list itself while it changes and no endpoint is known to be listing yet. */
+const ENDPOINT_LIST = "(the endpoint list, changing)";
 
 export interface RuleSourceOptions {
   /** Builds the watch; `onChange` must be called after every change. */
@@ -64,6 +69,8 @@ export class RuleSource {
   /** Bumped whenever the watch is seen unsynced; a build counts as complete only if none happened during it. */
   private unsyncedEpoch = 0;
   private complete = false;
+  /** A complete registry was built once: from then on, an unlisted endpoint refuses only its own reviews. */
+  private everComplete = false;
   private loggedProblems = new Set<string>();
   /** Rule key → endpoints it was listed from, for the registry being handed out; undefined: origins unknown. */
   private ruleEndpoints: ReadonlyMap<string, readonly string[]> | undefined;
@@ -103,7 +110,8 @@ export class RuleSource {
    * `find` marks the matches whose rules may come from there (see rule-visibility.ts).
    */
   current(): RuleRegistry | undefined {
-    if (!this.complete || !this.watch.hasSynced() || !this.registry) return undefined;
+    if (!this.registry) return undefined;
+    if (!this.everComplete && (!this.complete || !this.watch.hasSynced())) return undefined;
     return withVisibility(this.registry, this.visibility());
   }
 
@@ -119,11 +127,20 @@ export class RuleSource {
       if (now - first >= after) broken.set(endpoint, error);
     }
     this.failingSince = since;
+    if (this.everComplete) this.addUnlisted(broken);
     return { broken, ruleEndpoints: this.ruleEndpoints };
+  }
+
+  /** New endpoints that have not listed yet count as broken at once: their rules are unknown. */
+  private addUnlisted(broken: Map<string, string>): void {
+    const unlisted = (this.watch.endpointStates?.() ?? []).filter((e) => !e.synced).map((e) => e.endpoint);
+    for (const e of unlisted) if (!broken.has(e)) broken.set(e, "has not listed its DependencyRules yet");
+    if (unlisted.length === 0 && !this.watch.hasSynced()) broken.set(ENDPOINT_LIST, "not every endpoint has listed");
   }
 
   /** For /readyz: undefined when ready, else why not. */
   notReadyReason(): string | undefined {
+    if (this.everComplete) return undefined;
     if (!this.watch.hasSynced()) return "rule registry not yet synced: still listing DependencyRules on every endpoint";
     if (!this.complete) return "rule registry not yet built";
     return undefined;
@@ -195,8 +212,11 @@ export class RuleSource {
     this.ruleEndpoints = origins;
     this.opts.onRegistry?.(registry);
     this.complete = synced && epoch === this.unsyncedEpoch;
+    if (this.complete) this.everComplete = true;
     this.report(registry);
-    if (!this.complete) return { requeueAfterMs: this.opts.syncPollMs ?? 250 };
+    // Once complete, a new endpoint's rules come with their own events; a slower look again bounds the cost.
+    if (!this.complete)
+      return { requeueAfterMs: this.everComplete ? (this.opts.retryMs ?? 5_000) : (this.opts.syncPollMs ?? 250) };
     const unresolved = [...resolutions.values()].some((r) => !r.ok || r.stale);
     return unresolved ? { requeueAfterMs: this.opts.retryMs ?? 5_000 } : {};
   }
