@@ -16,7 +16,7 @@ import { dependencyRule } from "../tools/kcp/rules.ts";
 export interface MemorySnapshot {
   label: string;
   /** The webhook's --lookup at the moment. */
-  lookup: LookupMode;
+  lookup: LookupMode | "auto";
   rulesLoaded: number;
   webhook?: Memory;
   controller?: Memory;

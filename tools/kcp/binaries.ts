@@ -32,11 +32,11 @@ export class Binaries {
   webhookPort = 0;
   webhook: BinaryProcess | undefined;
   controller: BinaryProcess | undefined;
-  /** The webhook's --lookup at its next start; the topology must have granted that mode's reads. */
-  lookup: LookupMode;
+  /** The webhook's --lookup at its next start; the topology must have granted that mode's reads (auto: either). */
+  lookup: LookupMode | "auto";
   readonly from: BinariesFrom;
 
-  constructor(env: KcpEnv, lookup: LookupMode = "index", from: BinariesFrom = "src") {
+  constructor(env: KcpEnv, lookup: LookupMode | "auto" = "index", from: BinariesFrom = "src") {
     this.env = env;
     this.lookup = lookup;
     this.from = from;

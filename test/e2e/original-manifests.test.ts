@@ -1,0 +1,187 @@
+// An installation coming from the Go original, as it stands: the product's own dep-ctrl manifests and bootstrap RBAC
+// (what getting-started and the chart deploy), but the providers as the original's fixtures set them up: their
+// APIBinding of the dep-ctrl export accepts only the webhook-configuration claim (none of our read-only claims), no
+// provider applied our index consent (deploy/rbac/provider-index.yaml), and the webhook holds the original's
+// per-shard read grant (its system-admin-rbac-bootstrap.yaml: ClusterRole dependency-controller-webhook, "*"/"*" get
+// and list, in system:admin). The webhook runs with its default lookup (auto). It must protect from the first DELETE:
+// a VPC a VM references is refused 409 naming the VM, a VPC nothing references is deleted.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { after, afterEach, before, describe, it } from "node:test";
+import { dependentTypeKey } from "../../src/api/index-report.ts";
+import type { LogicalClusterName } from "../../src/api/types.ts";
+import { apply, createWorkspace, parseYaml, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
+import { REPO_ROOT, startKcp, type Kcp } from "../../tools/kcp/harness.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
+import { Binaries, EXPORT_NAME, PATHS, RBAC_VARS, scrapeSeries, TOKENS } from "../../tools/kcp/topology.ts";
+import {
+  assertDenied,
+  at,
+  create,
+  exists,
+  tryDelete,
+  vm,
+  vpc,
+  VPCS,
+  waitForProtection,
+  waitForVwc,
+} from "./helpers.ts";
+
+const file = (rel: string): string => readFileSync(path.join(REPO_ROOT, rel), "utf8");
+
+/** The original's webhook identity: its ServiceAccount's user name and groups, as its kcp client certificate has them. */
+const ORIGINAL_WEBHOOK = {
+  token: "original-webhook-token",
+  user: "system:serviceaccount:dependency-system:dependency-webhook",
+  groups: ["system:serviceaccounts", "system:serviceaccounts:dependency-system"],
+};
+const VARS = { ...RBAC_VARS, WEBHOOK_USER: ORIGINAL_WEBHOOK.user };
+
+/** The original's provider binding of the dep-ctrl export: the webhook-configuration claim, nothing else. */
+const originalBinding = (depCtrlPath: string): KObject => ({
+  apiVersion: "apis.kcp.io/v1alpha2",
+  kind: "APIBinding",
+  metadata: { name: EXPORT_NAME },
+  spec: {
+    reference: { export: { path: depCtrlPath, name: EXPORT_NAME } },
+    permissionClaims: [
+      {
+        group: "admissionregistration.k8s.io",
+        resource: "validatingwebhookconfigurations",
+        verbs: ["get", "list", "watch", "create", "update", "delete"],
+        selector: { matchAll: true },
+        state: "Accepted",
+      },
+    ],
+  },
+});
+
+/** The original's grant in each shard's system:admin, bound to our webhook identity (its subject is its own SA). */
+const originalShardGrant = (user: string): KObject[] => [
+  {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRole",
+    metadata: { name: "dependency-controller-webhook" },
+    rules: [{ apiGroups: ["*"], resources: ["*"], verbs: ["get", "list"] }],
+  },
+  {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: "dependency-controller-webhook" },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "dependency-controller-webhook" },
+    subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
+  },
+];
+
+/** The original's newest rule shape (dependent.apiExportName, no enforcement), as its getting-started writes it. */
+const originalRule: KObject = {
+  apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+  kind: "DependencyRule",
+  metadata: { name: "vm-dependencies" },
+  spec: {
+    dependent: {
+      apiExportName: "compute.test.io",
+      group: "compute.test.io",
+      version: "v1",
+      kind: "VirtualMachine",
+      resource: "virtualmachines",
+    },
+    dependencies: [
+      {
+        apiExportRef: { path: PATHS.network, name: "network.test.io" },
+        group: "network.test.io",
+        version: "v1",
+        resource: "vpcs",
+        fieldRef: { path: ".spec.vpcRef.name" },
+      },
+    ],
+  },
+};
+
+/** Sets everything up; returns the compute provider's logical cluster (it names the VM type's index key). */
+async function setUp(kcp: Kcp): Promise<LogicalClusterName> {
+  let compute: LogicalClusterName | undefined;
+  for (const p of [PATHS.depCtrl, PATHS.network, PATHS.compute, PATHS.consumer1]) {
+    const cluster = await createWorkspace(kcp.admin, p);
+    if (p === PATHS.compute) compute = cluster;
+  }
+  // The product's side, as getting-started deploys it.
+  await apply(kcp.ws(PATHS.depCtrl), file("deploy/kcp/apiresourceschema.yaml"));
+  await apply(kcp.ws(PATHS.depCtrl), file("deploy/kcp/apiexport.yaml"));
+  await apply(kcp.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), VARS);
+  await apply(kcp.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), VARS);
+  // The original's side: its shard grant, its provider bindings, no index consent.
+  for (const shard of kcp.shardAdmins)
+    await apply(shard.forCluster("system:admin"), originalShardGrant(ORIGINAL_WEBHOOK.user));
+  await apply(kcp.ws(PATHS.network), file("test/fixtures/network-provider.yaml"));
+  await apply(kcp.ws(PATHS.compute), file("test/fixtures/compute-provider.yaml"));
+  for (const p of [PATHS.network, PATHS.compute]) {
+    await apply(kcp.ws(p), [originalBinding(PATHS.depCtrl)]);
+    await waitForBinding(kcp.ws(p), EXPORT_NAME);
+  }
+  const vars = { NETWORK_PROVIDER_PATH: PATHS.network, COMPUTE_PROVIDER_PATH: PATHS.compute };
+  await apply(kcp.ws(PATHS.consumer1), parseYaml(file("test/fixtures/consumer-bindings.yaml"), vars));
+  await waitForBinding(kcp.ws(PATHS.consumer1), "network.test.io");
+  await waitForBinding(kcp.ws(PATHS.consumer1), "compute.test.io");
+  return compute!;
+}
+
+describe("drop-in from the Go original: its manifests and RBAC, unchanged", () => {
+  let kcp: Kcp | undefined;
+  let bins: Binaries | undefined;
+  let failed = false;
+  let vmType = "";
+
+  before(async () => {
+    kcp = await startKcp({ tokens: [...TOKENS, ORIGINAL_WEBHOOK] });
+    const compute = await setUp(kcp);
+    vmType = dependentTypeKey({
+      exportCluster: compute,
+      apiExportName: "compute.test.io",
+      group: "compute.test.io",
+      version: "v1",
+      resource: "virtualmachines",
+    });
+    bins = new Binaries(kcp, "auto");
+    // The operator's one deploy-time choice (chart value, flag, here its environment variable): the original's
+    // bindings never accepted the read-only claims, so its rules cannot be checked and are enforced only on this opt-in.
+    process.env["ENFORCE_UNVERIFIED_RULES"] = "true";
+    try {
+      await bins.startWebhook({ identity: ORIGINAL_WEBHOOK });
+    } finally {
+      delete process.env["ENFORCE_UNVERIFIED_RULES"];
+    }
+    await bins.startController();
+    await apply(kcp.ws(PATHS.compute), [originalRule]);
+  });
+
+  afterEach((t) => {
+    if ((t as { passed?: boolean }).passed === false) failed = true;
+  });
+  after(async () => {
+    if (failed && bins && kcp) process.stderr.write(`\n${bins.logTails()}\n--- kcp ---\n${kcp.logTail(30)}\n`);
+    await bins?.stop();
+    await kcp?.stop();
+  });
+
+  it("refuses a referenced VPC with 409 naming the VM, and deletes a free one", async () => {
+    const env = kcp!;
+    const consumer = env.ws(PATHS.consumer1);
+    await waitForVwc(env, true);
+    await create(consumer, vpc("my-vpc"), vm("my-vm", { vpc: "my-vpc" }), vpc("isolated-vpc"));
+    await waitForProtection(consumer, `${at(VPCS)}/my-vpc`, true);
+
+    assertDenied(await tryDelete(consumer, `${at(VPCS)}/my-vpc`), /still referenced by VirtualMachine\/my-vm/);
+    assert.equal(await exists(consumer, `${at(VPCS)}/my-vpc`), true);
+    assert.deepEqual(await tryDelete(consumer, `${at(VPCS)}/isolated-vpc`), { allowed: true });
+    await waitFor(
+      "isolated-vpc to be gone",
+      async () => !(await exists(consumer, `${at(VPCS)}/isolated-vpc`)) || undefined,
+    );
+
+    // What checked it: live lookups, because the provider never consented to the index.
+    const series = `dependency_webhook_lookup_source{type="${vmType}",source="live"}`;
+    assert.equal(await scrapeSeries(bins!.webhook!, series), 1, series);
+  });
+});
