@@ -40,13 +40,7 @@ export interface WebhookConfig {
   allowedClientSubjects?: string[];
   minTLSVersion?: "TLSv1.2" | "TLSv1.3";
   cipherSuites?: string;
-  /**
-   * How dependents are found: "index" watches each dependent type through its provider's APIExport virtual
-   * workspace (the provider's consent, deploy/rbac/provider-index.yaml); "live" lists them in the consumer workspace
-   * on every DELETE (the per-shard grant, deploy/rbac/system-admin.yaml); "auto" (the default) uses the index where
-   * the provider consented and the live lookup where the webhook holds the grant (deletion/hybrid.ts).
-   */
-  lookup?: LookupMode;
+  lookup?: LookupMode; // how dependents are found: index, live, or auto (default; deletion/hybrid.ts says which)
   /** Serve the Go original's /validate too (every provider's rules match there). */
   legacyValidateRoute?: boolean;
   enforceUnverifiedRules?: boolean; // rules whose author declined the read-only checks (docs/operations.md)
