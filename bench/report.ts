@@ -1,5 +1,6 @@
 // The readable side of a run: plain-text tables on stdout. The JSON file holds the raw samples.
 import type { LookupMode } from "../tools/kcp/topology.ts";
+import { finalizerTeardownTable } from "./finalizer-tables.ts";
 import { cpuTable, latencyTable, pageSizeTable, ratioTable } from "./latency-tables.ts";
 import { delayTable, indexMemoryTable, memoryTable, ruleTable, teardownTable } from "./phase-tables.ts";
 import { errorsOf, type BenchReport } from "./results.ts";
@@ -12,6 +13,7 @@ export const HEADINGS = {
   cpu: "1c. CPU per operation (ms): where the time goes",
   pageSize: "1d. The webhook's lookup code in-process, by page size (ms; kcp's list counters per lookup)",
   teardown: "2. Namespace teardown",
+  finalizerTeardown: "2b. Teardown with a slow backend: kcp's deletion and kubectl dependencies teardown",
   rule: "3. Rule to protection (ms)",
   memory: "4. Memory (MiB, VmRSS / peak VmHWM)",
   delay: "5. Index delay: a write in kcp → the webhook decides with it (ms)",
@@ -44,6 +46,7 @@ export function render(rep: BenchReport): string {
     if (rep.latency.some((l) => l.pageSizeProbe)) out.push("", HEADINGS.pageSize, pageSizeTable(rep.latency));
   }
   if (rep.teardown) out.push("", HEADINGS.teardown, teardownTable(rep.teardown));
+  if (rep.finalizerTeardown) out.push("", HEADINGS.finalizerTeardown, finalizerTeardownTable(rep.finalizerTeardown));
   if (rep.rule) {
     out.push("", HEADINGS.rule, ruleTable(rep.rule));
     out.push("index mode: the time to the first denial includes the webhook listing the VM type (a new watch)");

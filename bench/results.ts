@@ -1,6 +1,7 @@
 // What a run produced, as written to the JSON file; rendering and the targets both read it.
 import type { LookupMode } from "../tools/kcp/topology.ts";
 import type { DelaySeries } from "./delay.ts";
+import type { FinalizerTeardownRow } from "./finalizer-teardown.ts";
 import { type MachineFacts } from "./machine.ts";
 import type { IndexMemoryResult } from "./index-memory.ts";
 import type { LatencyResult } from "./latency.ts";
@@ -20,6 +21,8 @@ export interface BenchReport {
   durationS: number;
   latency?: LatencyResult[];
   teardown?: TeardownResult[];
+  /** Teardown with a slow backend: kcp's deletion with and without protection, and the teardown command. */
+  finalizerTeardown?: FinalizerTeardownRow[];
   delay?: DelaySeries[];
   rule?: RuleResult[];
   memory?: MemorySnapshot[];
@@ -31,6 +34,9 @@ export function errorsOf(rep: BenchReport): string[] {
   return [
     ...(rep.latency ?? []).flatMap((l) => l.errors.map((e) => `latency N=${l.n} lookup=${l.mode}: ${e}`)),
     ...(rep.teardown ?? []).flatMap((t) => (t.error ? [`teardown N=${t.n} lookup=${t.mode}: ${t.error}`] : [])),
+    ...(rep.finalizerTeardown ?? []).flatMap((t) =>
+      t.error ? [`finalizer teardown ${t.scope} ${t.strategy} N=${t.pairs}: ${t.error}`] : [],
+    ),
     ...(rep.delay ?? []).flatMap((d) => d.errors.map((e) => `index delay lookup=${d.mode} ${d.load}: ${e}`)),
     ...(rep.rule ?? []).flatMap((r) => r.errors.map((e) => `rule lookup=${r.mode}: ${e}`)),
     ...(rep.indexMemory?.errors ?? []).map((e) => `index memory: ${e}`),

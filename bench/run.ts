@@ -9,6 +9,10 @@
 //   --after-write=50        DELETEs and LISTs per N timed right after a write    --settle-ms=150  pause after writes
 //   --page-sizes=500,1000,2000,5000 --page-size-lists=10      the webhook's lookup code by page size, every N > 0
 //   --teardown=100,500,2000 VPC/VM pairs per namespace        --teardown-timeout=600 seconds per teardown
+//   --ftd-pairs=2000        pairs whose VMs hold a finalizer, taken down by kcp (webhook off, on) and by the teardown
+//   --ftd-finalizer-ms=5000 the simulated backend clears it this long after the delete (0 pairs = skip)
+//   --ftd-concurrency=8     the teardown command's --concurrency in those rows
+//   --ftd-scopes=namespace,workspace   which of those rows: one namespace, a whole consumer workspace, or both
 //   --delay-samples=50      index-delay samples per mode on a quiet kcp
 //   --delay-load=2000       pairs torn down while index-delay samples are taken (index mode; 0 = skip)
 //   --trials=20             rule-to-protection trials per mode --rules=100   rules loaded for the memory reading
@@ -24,6 +28,7 @@ import os from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "../tools/kcp/harness.ts";
 import { runDelay } from "./delay.ts";
+import { runFinalizerTeardown } from "./finalizer-teardown.ts";
 import { startBench, stopBench, useLookup, type BenchEnv } from "./env.ts";
 import { runIndexMemory } from "./index-memory.ts";
 import { LATENCY_NS, runLatency } from "./latency.ts";
@@ -71,7 +76,20 @@ async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
   }
   if (only.has("teardown")) {
     const timeoutMs = int("teardown-timeout") * 1000;
-    report.teardown = await runTeardown(env, { ns: ints(opt("teardown")), concurrency, timeoutMs, modes });
+    if (ints(opt("teardown")).length > 0)
+      report.teardown = await runTeardown(env, { ns: ints(opt("teardown")), concurrency, timeoutMs, modes });
+    if (int("ftd-pairs") > 0)
+      report.finalizerTeardown = await runFinalizerTeardown(env, {
+        pairs: int("ftd-pairs"),
+        finalizerMs: int("ftd-finalizer-ms"),
+        scopes: opt("ftd-scopes")
+          .split(",")
+          .filter((v) => v === "namespace" || v === "workspace"),
+        concurrency,
+        teardownConcurrency: int("ftd-concurrency"),
+        timeoutMs,
+        mode: modes.includes("index") ? "index" : modes[0]!,
+      });
   }
   if (only.has("index-delay")) {
     report.delay = await runDelay(env, {

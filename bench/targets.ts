@@ -2,6 +2,7 @@
 // the goal and whether index mode met it. Figures only: nothing here fails a run (timings on a shared machine are
 // noisy; the verdict is for the reader). A target whose phase did not run, or ran at other sizes, says so.
 import type { LookupMode } from "../tools/kcp/topology.ts";
+import { finalizerTargetRows } from "./finalizer-tables.ts";
 import type { BenchReport } from "./results.ts";
 import { histogramQuantile, type Histogram, type HistogramSummary } from "./stats.ts";
 import { f, x } from "./table.ts";
@@ -182,7 +183,14 @@ function memoryRows(rep: BenchReport): TargetRow[] {
 }
 
 export function targetRows(rep: BenchReport): TargetRow[] {
-  return [...decisionRows(rep), ...teardownRows(rep), ...ruleRows(rep), ...delayRows(rep), ...memoryRows(rep)];
+  return [
+    ...decisionRows(rep),
+    ...teardownRows(rep),
+    ...finalizerTargetRows(rep.finalizerTeardown),
+    ...ruleRows(rep),
+    ...delayRows(rep),
+    ...memoryRows(rep),
+  ];
 }
 
 /** The targets as table cells: target, index, live, goal, verdict. */

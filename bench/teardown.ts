@@ -3,6 +3,7 @@
 // "without" runs are repeated per mode so each mode's ratio compares neighbours in time). Webhook calls and denials
 // during the teardown come from the decisions counter; the decision histogram's sum is the total time the webhook
 // spent deciding.
+import type { RestClient } from "../src/kcp/rest.ts";
 import { vm, vpc } from "../tools/kcp/objects.ts";
 import { waitFor } from "../tools/kcp/process.ts";
 import type { LookupMode } from "../tools/kcp/topology.ts";
@@ -81,7 +82,11 @@ export async function createPairs(env: BenchEnv, ns: string, n: number, concurre
 
 /** Deletes the namespace and waits until its GET answers 404 (polled every 200 ms); the error on a timeout. */
 export async function deleteNamespace(env: BenchEnv, ns: string, timeoutMs: number): Promise<string | undefined> {
-  const ws = env.consumer;
+  return deleteNamespaceIn(env.consumer, ns, timeoutMs);
+}
+
+/** deleteNamespace in any workspace. */
+export async function deleteNamespaceIn(ws: RestClient, ns: string, timeoutMs: number): Promise<string | undefined> {
   await ws.request("DELETE", `/api/v1/namespaces/${ns}`);
   try {
     await waitFor(
