@@ -13,9 +13,13 @@ source "$here/lib.sh"
 
 need_image_tools
 start=$(date +%s)
-# Working containers a failed build left behind (the test's containers are named kdc-e2e-*, and are not touched).
-for c in $(bh containers --format '{{.ContainerName}}' 2>/dev/null | grep -e '-working-container$' || true); do
-  bh rm "$c" >/dev/null 2>&1 || true
+# Working containers a failed build left behind, and those of image tests (kdc-e2e-<pid>-*) whose process is gone
+# (killed before hack/image/run.sh could remove them); a running test's containers are left alone.
+for c in $(bh containers --format '{{.ContainerName}}' 2>/dev/null || true); do
+  if [[ "$c" == *-working-container ]] || { [[ "$c" =~ ^kdc-e2e-([0-9]+)- ]] && ! kill -0 "${BASH_REMATCH[1]}" 2>/dev/null; }; then
+    bh umount "$c" >/dev/null 2>&1 || true
+    bh rm "$c" >/dev/null 2>&1 || true
+  fi
 done
 bash "$here/base.sh"
 
