@@ -49,7 +49,7 @@ if [[ "${WITH_HELM:-}" == 1 ]]; then
     if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
       say "installing ${missing[*]} with apt-get (for the image test)"
       apt-get update -qq >&2
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
       say "the image test needs ${missing[*]} (Debian/Ubuntu: apt-get install -y buildah mmdebstrap, as root); it will fail without"
     fi
