@@ -73,8 +73,10 @@ describe("HybridDependentFinder (--lookup=auto)", () => {
   });
 
   it("answers 'no-read-access' when the index is forbidden and the live list is forbidden too", async () => {
+    // The index's last good view goes along: decision.ts decides from it where such an answer may refuse.
+    const seen = { everSynced: true, consumerSeen: false };
     const h = hybrid(
-      indexUnavailable("failing"),
+      stub(() => ({ ...unavailable("failing", "the index of x is not readable", `${KEY}: 403`), seen })),
       stub(() => {
         throw forbidden();
       }),
@@ -86,6 +88,7 @@ describe("HybridDependentFinder (--lookup=auto)", () => {
     assert.equal(a.reason, "no-read-access");
     assert.match(a.message, /may read virtualmachines\.compute\.example\.io neither/);
     assert.match(a.detail, /403 Forbidden/);
+    assert.deepEqual(a.seen, seen);
     assert.equal(h.lastSources().get(KEY), "none");
   });
 

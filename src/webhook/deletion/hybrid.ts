@@ -78,15 +78,19 @@ export class HybridDependentFinder implements DependentFinder {
   }
 }
 
-/** Neither read works: the rule cannot protect anything here (what the decision does with that is its business). */
+/**
+ * Neither read works. The index's last good view (`seen`) goes along, so decision.ts refuses only where it would have
+ * for the index's own answer: nowhere for a rule that never protected, where the dependents were for a revocation.
+ */
 function noReadAccess(lookup: Lookup, fromIndex: Unavailable, err: unknown): Unavailable {
   const d = lookup.dependent;
   const what = `${d.resource}${d.group ? "." + d.group : ""}`;
-  return unavailable(
+  const answer = unavailable(
     "no-read-access",
     `the webhook may read ${what} neither through its provider's index consent nor with the per-shard read grant`,
     `${fromIndex.detail}; live list: ${err instanceof Error ? err.message : String(err)}`,
   );
+  return fromIndex.seen ? { ...answer, seen: fromIndex.seen } : answer;
 }
 
 /** `dependency_webhook_lookup_source{type,source}`: 1 for what protected each dependent type at its last lookup. */
