@@ -37,6 +37,11 @@ export interface RssReading {
   peakRssMiB: number;
   /** kcp's RSS at the same moment, for scale. */
   kcpRssMiB: number;
+  /**
+   * The webhook's V8 heap in use (nodejs_heap_size_used_bytes), median of readings taken with the RSS ones: unlike
+   * RSS it drops as soon as V8 collects, so it does not depend on when the heap last shrank.
+   */
+  heapUsedMiB: number;
 }
 
 export interface IndexMemoryResult {
@@ -47,6 +52,8 @@ export interface IndexMemoryResult {
   with: RssReading;
   /** (RSS with − RSS without) / dependents, in bytes. */
   bytesPerDependent: number;
+  /** (heap used with − heap used without) / dependents, in bytes. */
+  heapBytesPerDependent: number;
   workspacesMs: number;
   createMs: number;
   /** From the last VM's create to the first denied dry-run DELETE of the VPC it references. */
@@ -74,7 +81,10 @@ export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): P
   await restartWebhook(env, "index");
   const without = await readRss(env, opts.settleMs);
   const before = await indexSize(env);
-  env.log(`index memory: webhook RSS without the dependents ${without.rssMiB.toFixed(1)} MiB (index holds ${before})`);
+  env.log(
+    `index memory: webhook RSS without the dependents ${without.rssMiB.toFixed(1)} MiB, heap used ` +
+      `${without.heapUsedMiB.toFixed(1)} MiB (index holds ${before})`,
+  );
 
   const t1 = Date.now();
   await createDependents(env, opts);
@@ -93,7 +103,10 @@ export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): P
           return NaN;
         });
   const withDeps = await readRss(env, opts.settleMs);
-  env.log(`index memory: webhook RSS with ${dependents} dependents ${withDeps.rssMiB.toFixed(1)} MiB`);
+  env.log(
+    `index memory: webhook RSS with ${dependents} dependents ${withDeps.rssMiB.toFixed(1)} MiB, heap used ` +
+      `${withDeps.heapUsedMiB.toFixed(1)} MiB`,
+  );
   return {
     workspaces: opts.workspaces,
     perWorkspace: opts.perWorkspace,
@@ -101,6 +114,7 @@ export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): P
     without,
     with: withDeps,
     bytesPerDependent: ((withDeps.rssMiB - without.rssMiB) * 2 ** 20) / dependents,
+    heapBytesPerDependent: ((withDeps.heapUsedMiB - without.heapUsedMiB) * 2 ** 20) / dependents,
     workspacesMs,
     createMs,
     indexedAfterMs,
@@ -178,14 +192,17 @@ async function indexSize(env: BenchEnv): Promise<number | undefined> {
 async function readRss(env: BenchEnv, settleMs: number): Promise<RssReading> {
   await sleep(settleMs);
   const readings: Memory[] = [];
+  const heap: number[] = [];
   for (let i = 0; i < READINGS; i++) {
     if (i > 0) await sleep(1_000);
     const m = memoryOf(env.bins.webhook?.proc.pid);
     if (m) readings.push(m);
+    heap.push(metricValue(await scrapeWebhook(env), "nodejs_heap_size_used_bytes") / 2 ** 20);
   }
-  const sorted = readings.map((r) => r.rssMiB).sort((a, b) => a - b);
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
   return {
-    rssMiB: sorted[Math.floor(sorted.length / 2)] ?? NaN,
+    rssMiB: median(readings.map((r) => r.rssMiB)),
+    heapUsedMiB: median(heap),
     readingsMiB: readings.map((r) => r.rssMiB),
     peakRssMiB: readings.at(-1)?.peakRssMiB ?? NaN,
     kcpRssMiB: memoryOf(env.kcp.process.pid)?.rssMiB ?? NaN,

@@ -19,6 +19,8 @@ export interface MemorySnapshot {
   lookup: LookupMode | "auto";
   rulesLoaded: number;
   webhook?: Memory;
+  /** The webhook's V8 heap in use (nodejs_heap_size_used_bytes): unlike RSS, not a matter of when V8 last shrank. */
+  webhookHeapMiB?: number;
   controller?: Memory;
   kcp?: Memory;
 }
@@ -41,10 +43,13 @@ export async function snapshot(env: BenchEnv, label: string, settleMs = 3_000): 
   const controller = memoryOf(env.bins.controller?.proc.pid);
   const kcp = memoryOf(env.kcp.process.pid);
   if (webhook) snap.webhook = webhook;
+  const heap = await gauge(env.bins.webhook?.healthUrl, "nodejs_heap_size_used_bytes").catch(() => NaN);
+  if (Number.isFinite(heap)) snap.webhookHeapMiB = heap / 2 ** 20;
   if (controller) snap.controller = controller;
   if (kcp) snap.kcp = kcp;
   env.log(
-    `memory (${label}, lookup=${env.bins.lookup}): webhook ${webhook?.rssMiB.toFixed(1)} MiB, controller ${controller?.rssMiB.toFixed(1)} MiB`,
+    `memory (${label}, lookup=${env.bins.lookup}): webhook ${webhook?.rssMiB.toFixed(1)} MiB ` +
+      `(heap used ${snap.webhookHeapMiB?.toFixed(1)} MiB), controller ${controller?.rssMiB.toFixed(1)} MiB`,
   );
   return snap;
 }

@@ -87,6 +87,12 @@ export function indexMemoryTable(r: IndexMemoryResult): string {
     ["without the dependents (fresh index-mode webhook)", mib(r.without.rssMiB), mib(r.without.kcpRssMiB)],
     [`with ${r.dependents} dependents in ${r.workspaces} workspaces`, mib(r.with.rssMiB), mib(r.with.kcpRssMiB)],
     ["bytes per dependent: (with − without) / dependents", f(r.bytesPerDependent, 0), ""],
+    [
+      "heap used without / with (nodejs_heap_size_used_bytes)",
+      `${mib(r.without.heapUsedMiB)} / ${mib(r.with.heapUsedMiB)}`,
+      "",
+    ],
+    ["heap bytes per dependent", f(r.heapBytesPerDependent, 0), ""],
     ["peak (VmHWM) at the end", mib(r.with.peakRssMiB), ""],
   ];
   return [
