@@ -48,6 +48,10 @@ function paths(rule: ParsedRule, facts?: RuleFacts): string[] {
   return [...new Set(deps.map((d) => d.path as string))].sort(cmp);
 }
 
+const UNRESOLVED_HINT =
+  "not enforced until it resolves: check the path, and that the controller and webhook may read the workspaces " +
+  "along it: deploy/rbac/workspace-resolution.yaml";
+
 function workspacesResolved(rule: ParsedRule, facts: RuleFacts): Verdict {
   const all = paths(rule);
   if (all.length === 0)
@@ -57,7 +61,9 @@ function workspacesResolved(rule: ParsedRule, facts: RuleFacts): Verdict {
   for (const p of all) {
     const r = facts.resolutions.get(p);
     if (r?.ok) resolved.push(`${p} (${r.cluster})`);
-    else failed.push(`${p}: ${r ? r.reason : "not resolved yet"}`);
+    else if (r && !r.transient) failed.push(`${p}: ${r.reason}`);
+    // The webhook does not enforce a dependency whose path never resolved: say so, and what to check.
+    else failed.push(`${p}: ${r ? r.reason : "not resolved yet"}; ${UNRESOLVED_HINT}`);
   }
   if (failed.length > 0) return { status: "False", reason: "ResolutionFailed", message: failed.join("; ") };
   return { status: "True", reason: "Resolved", message: `resolved ${resolved.join(", ")}` };

@@ -47,6 +47,19 @@ describe("rule status: not enforced, loudly", () => {
     assert.deepEqual([cond(s, "Ready").status, cond(s, "Ready").reason], ["False", "ChecksDeclined"]);
   });
 
+  it("a path that never resolved (403): ResolutionFailed says it is not enforced and what to check", () => {
+    const resolutions = new Map<string, Resolution>([
+      ["root:network-provider", { ok: false, transient: true, reason: "not allowed to read workspace" }],
+    ]);
+    const s = computeStatus(rule, facts({ resolutions }), undefined, T0);
+    assert.equal(cond(s, "WorkspacesResolved").reason, "ResolutionFailed");
+    assert.match(
+      cond(s, "WorkspacesResolved").message,
+      /^root:network-provider: not allowed to read workspace; not enforced until it resolves: .*: deploy\/rbac\/workspace-resolution\.yaml$/,
+    );
+    assert.deepEqual([cond(s, "Ready").status, cond(s, "Ready").reason], ["False", "ResolutionFailed"]);
+  });
+
   it("an index consent never given: IndexForbidden, not enforced, and how to give it", () => {
     const s = computeStatus(rule, facts({ index: forbidden }), undefined, T0);
     assert.equal(cond(s, "DependentsIndexed").reason, "IndexForbidden");
