@@ -14,7 +14,7 @@ const req: AdmissionRequest = {
   name: "my-vpc",
   namespace: "default",
   oldObject: { metadata: { name: "my-vpc", namespace: "default", annotations: { "kcp.io/cluster": "consumer1" } } },
-} as AdmissionRequest;
+};
 
 const entry = (rule: string, index: IndexTrust | undefined): RuleEntry => ({
   rule,

@@ -228,8 +228,7 @@ describe("buildRegistry", () => {
         reason,
         observedGeneration: 1,
       });
-    const trust = (obj: unknown) =>
-      buildRegistry([obj as DependencyRule], paths).find(lc("net1"), VPCS).entries[0]?.index;
+    const trust = (obj: unknown) => buildRegistry([obj], paths).find(lc("net1"), VPCS).entries[0]?.index;
     assert.equal(trust(indexed("Indexed")), "protected");
     assert.equal(trust(indexed("IndexRevoked")), "protected");
     assert.equal(trust(indexed("IndexLost")), "protected");
