@@ -78,7 +78,9 @@ function observe(ws: RestClient, collection: string, kind: string, seen: Map<str
       },
       signal,
       opened,
-    ).catch((err: unknown) => (signal.aborted ? undefined : failed(err)));
+    ).catch((err: unknown) => {
+      if (!signal.aborted) failed(err instanceof Error ? err : new Error(String(err)));
+    });
   });
 }
 
