@@ -49,11 +49,12 @@ describe("teardown arguments", () => {
   it("usage errors name the problem; other commands are not teardown's", () => {
     const cases: [string[], RegExp][] = [
       [["teardown"], /say what to take down/],
-      [["teardown", "-n", "x", "-o", "yaml"], /-o yaml: the output format is one of table, json/],
+      [["teardown", "-n", "x", "--plan", "-o", "yaml"], /-o yaml: the output format is one of table, json/],
       [["teardown", "-n", "x", "--concurrency", "0"], /--concurrency 0/],
       [["teardown", "-n", "x", "--timeout", "soon"], /invalid duration/],
       [["teardown", "-n", "x", "--objects"], /teardown does not take --objects/],
       [["teardown", "-n", "x", "--bogus"], /unknown flag --bogus/],
+      [["teardown", "-n", "x", "-o", "json"], /-o is for --plan/],
     ];
     for (const [argv, want] of cases) {
       const r = parseTeardownArgs(argv);

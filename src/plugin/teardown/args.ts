@@ -66,6 +66,8 @@ export function parseTeardownArgs(argv: readonly string[]): TeardownArgs | undef
     const namespace = last("namespace");
     if (!namespace && !connection.workspace)
       throw new UsageError("say what to take down: -n <namespace>, or --workspace <path> for the whole workspace");
+    if (last("output") !== undefined && !g.switches.has("plan"))
+      throw new UsageError("-o is for --plan: a run reports as text (progress on stderr, the report on stdout)");
     const format = last("output") ?? "table";
     if (format !== "table" && format !== "json")
       throw new UsageError(`-o ${format}: the output format is one of table, json`);
