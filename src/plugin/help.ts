@@ -104,11 +104,12 @@ teardown, a delete refused for another reason, a finalizer that does not clear b
 Flags:
   -n, --namespace <ns>                the namespace to empty
   --plan                              print the plan, delete nothing
-  -o, --output <format>               table (default) or json (schema: docs/operations.md)
+  -o, --output <format>               with --plan: table (default) or json (schema: docs/operations.md)
   --timeout <duration>                give up after this long (default 10m)
   --concurrency <n>                   dry runs, deletes and reads at a time (default 8)
   --skip-protection <resource>/<name> allow skip-protection for this object: the plugin sets the annotation
-                                      before deleting it (repeatable; to break a cycle)
+                                      before deleting it (repeatable; to break a cycle); in a whole-workspace
+                                      teardown a namespaced object is <resource>/<namespace>/<name>
 
 ${CONNECTION_HELP}
 
