@@ -71,10 +71,8 @@ async function walkthrough(kcp: Kcp, topo: Topology): Promise<void> {
   await waitFor(
     "the webhook configuration in the network provider",
     async () =>
-      (await kcp
-        .ws(PATHS.network)
-        .getOptional(`${WEBHOOK_CONFIGURATIONS_PATH}/${VWC_NAME}`)) !==
-        undefined || undefined,
+      (await kcp.ws(PATHS.network).getOptional(`${WEBHOOK_CONFIGURATIONS_PATH}/${VWC_NAME}`)) !== undefined ||
+      undefined,
     { timeoutMs: 60_000 },
   );
   info(`the controller installed ValidatingWebhookConfiguration "${VWC_NAME}" in root:network-provider`);
