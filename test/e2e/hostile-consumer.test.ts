@@ -1,0 +1,191 @@
+// A hostile consumer on a real kcp: dependents whose references are 1 MiB strings, and one dependent naming a huge
+// list of names. The index keeps neither (a value longer than 253 characters cannot name an object; a dependent
+// naming more than the budget's names is kept unread by its key), so the webhook's memory stays where it was, the
+// other consumers' deletes are decided as before, and only the hostile workspace's own deletes covered by the listing
+// type get 503 (naming nothing), which the gauges show.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import type { RestClient } from "../../src/kcp/rest.ts";
+import { apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
+import { startKcp } from "../../tools/kcp/harness.ts";
+import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, grantIndex, scrapeSeries } from "../../tools/kcp/topology.ts";
+import { dependencyRule } from "../../tools/kcp/rules.ts";
+import { VPCS, VMS, assertDenied, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
+
+const e2e = e2eSuite(() => startKcp({ tokens: TOKENS }), { lookup: "index" });
+const LISTS = "root:list-provider";
+const HOSTILE = "root:hostile-consumer";
+const RACKS = "/apis/lists.test.io/v1/namespaces/default/racks";
+const MIB = 1 << 20;
+
+/** A provider whose Racks name VPCs in a list of strings (the listing field path `.spec.vpcNames[*]`). */
+const LIST_PROVIDER: KObject[] = [
+  {
+    apiVersion: "apis.kcp.io/v1alpha1",
+    kind: "APIResourceSchema",
+    metadata: { name: "v1.racks.lists.test.io" },
+    spec: {
+      group: "lists.test.io",
+      names: { kind: "Rack", listKind: "RackList", plural: "racks", singular: "rack" },
+      scope: "Namespaced",
+      versions: [
+        {
+          name: "v1",
+          served: true,
+          storage: true,
+          schema: {
+            type: "object",
+            properties: {
+              spec: { type: "object", properties: { vpcNames: { type: "array", items: { type: "string" } } } },
+            },
+          },
+        },
+      ],
+    },
+  },
+  {
+    apiVersion: "apis.kcp.io/v1alpha2",
+    kind: "APIExport",
+    metadata: { name: "lists.test.io" },
+    spec: {
+      resources: [{ group: "lists.test.io", name: "racks", schema: "v1.racks.lists.test.io", storage: { crd: {} } }],
+    },
+  },
+];
+
+const binding = (name: string, path: string): KObject => ({
+  apiVersion: "apis.kcp.io/v1alpha2",
+  kind: "APIBinding",
+  metadata: { name },
+  spec: { reference: { export: { path, name } } },
+});
+
+const rack = (name: string, vpcNames: string[]): KObject => ({
+  apiVersion: "lists.test.io/v1",
+  kind: "Rack",
+  metadata: { name, namespace: "default" },
+  spec: { vpcNames },
+});
+
+/** The webhook's resident set (VmRSS) and V8 heap in use, in MiB. */
+async function memory(): Promise<{ rss: number; heap: number }> {
+  const w = e2e.bins.webhook;
+  assert.ok(w?.proc.pid);
+  const status = readFileSync(`/proc/${w.proc.pid}/status`, "utf8");
+  const rss = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) / 1024;
+  const heap = ((await scrapeSeries(w, "nodejs_heap_size_used_bytes")) ?? NaN) / MIB;
+  return { rss, heap };
+}
+
+/** Creates the first object `make(size)` kcp accepts, halving `size` after each refusal; returns the size taken. */
+async function largestAccepted(ws: RestClient, size: number, make: (size: number) => KObject): Promise<number> {
+  for (let s = size; s >= 1024; s = Math.floor(s / 2)) {
+    try {
+      await create(ws, make(s));
+      return s;
+    } catch (err) {
+      process.stderr.write(`kcp refused a body of size ${s}: ${String(err).slice(0, 200)}\n`);
+    }
+  }
+  throw new Error("kcp took no object of any size");
+}
+
+async function setUpListProviderAndHostile(): Promise<void> {
+  const kcp = e2e.kcp;
+  await createWorkspace(kcp.admin, LISTS);
+  await apply(kcp.ws(LISTS), LIST_PROVIDER);
+  await apply(kcp.ws(LISTS), depCtrlBinding(PATHS.depCtrl));
+  await waitForBinding(kcp.ws(LISTS), EXPORT_NAME);
+  await grantIndex(kcp, LISTS, "lists.test.io");
+  const listRule = dependencyRule("rack-needs-vpcs", [{ resource: "vpcs", field: ".spec.vpcNames[*]" }], {
+    dependent: { group: "lists.test.io", kind: "Rack", resource: "racks" },
+  });
+  await apply(kcp.ws(LISTS), [listRule]);
+  await createWorkspace(kcp.admin, HOSTILE);
+  const hostile = kcp.ws(HOSTILE);
+  await apply(hostile, [
+    binding("network.test.io", PATHS.network),
+    binding("compute.test.io", PATHS.compute),
+    binding("lists.test.io", LISTS),
+  ]);
+  for (const b of ["network.test.io", "compute.test.io", "lists.test.io"]) await waitForBinding(hostile, b);
+  await apply(kcp.ws(PATHS.consumer1), [binding("lists.test.io", LISTS)]);
+  await waitForBinding(kcp.ws(PATHS.consumer1), "lists.test.io");
+}
+
+test("a hostile consumer costs the webhook no memory and refuses only its own deletes", async () => {
+  const calm = e2e.kcp.ws(PATHS.consumer1);
+  const hostile = (): RestClient => e2e.kcp.ws(HOSTILE);
+  await setUpListProviderAndHostile();
+  // Both rules protect: in the calm workspace a VM and a Rack each block their VPC.
+  await create(calm, vpc("calm-vpc"), vm("calm-vm", { vpc: "calm-vpc" }), vpc("free-vpc"), vpc("rack-vpc"));
+  await create(calm, rack("calm-rack", ["rack-vpc"]));
+  await waitForProtection(calm, `${at(VPCS)}/calm-vpc`, true);
+  await waitForProtection(calm, `${at(VPCS)}/rack-vpc`, true);
+  await create(hostile(), vpc("hostile-vpc"));
+  const webhook = e2e.bins.webhook;
+  assert.ok(webhook);
+  const indexed = async (): Promise<number> =>
+    (await scrapeSeries(webhook, "dependency_webhook_index_dependents")) ?? 0;
+  const before = { ...(await memory()), indexed: await indexed() };
+
+  const huge = await largestAccepted(hostile(), MIB, (s) => vm("huge-0", { vpc: "a".repeat(s) }));
+  for (let i = 1; i < 300; i += 4)
+    await create(
+      hostile(),
+      ...[0, 1, 2, 3].filter((j) => i + j < 300).map((j) => vm(`huge-${i + j}`, { vpc: "a".repeat(huge) })),
+    );
+  const names = await largestAccepted(hostile(), 200_000, (n) =>
+    rack(
+      "many-names",
+      Array.from({ length: n }, (_, k) => k.toString(36)),
+    ),
+  );
+  process.stderr.write(`hostile: 300 VMs with ${huge}-character references, one Rack naming ${names} VPCs\n`);
+
+  await waitFor(
+    "the index to hold the hostile objects",
+    async () => (await indexed()) >= before.indexed + 301 || undefined,
+    {
+      timeoutMs: 180_000,
+      intervalMs: 500,
+    },
+  );
+  const unreadable = `dependency_webhook_index_unreadable_dependents{reason="names"}`;
+  assert.equal(await scrapeSeries(webhook, unreadable), 1);
+  assert.equal(await scrapeSeries(webhook, `dependency_webhook_index_workspaces_unreadable{reason="names"}`), 1);
+
+  // The other consumer: decided as before.
+  assertDenied(await tryDelete(calm, `${at(VPCS)}/calm-vpc`), /still referenced by VirtualMachine\/calm-vm$/);
+  assertDenied(await tryDelete(calm, `${at(VPCS)}/rack-vpc`), /still referenced by Rack\/calm-rack$/);
+  assert.deepEqual(await tryDelete(calm, `${at(VPCS)}/free-vpc`), { allowed: true });
+  // The hostile consumer's own VPC deletes: 503, naming no object.
+  const own = await tryDelete(hostile(), `${at(VPCS)}/hostile-vpc`);
+  assert.equal(own.allowed, false);
+  assert.ok(!own.allowed && own.status === 503, JSON.stringify(own));
+  assert.ok(!own.allowed && /cannot read every racks\.lists\.test\.io of this workspace/.test(own.message));
+  assert.ok(!own.allowed && !/many-names|huge-/.test(own.message), own.message);
+  // Its VMs (unkept references) block nothing: a VM delete is no VPC delete and goes through.
+  assert.deepEqual(await tryDelete(hostile(), `${at(VMS)}/huge-0`), { allowed: true });
+
+  // Memory: the heap holds no more than the few hundred keys; RSS settles back once V8 has returned the event
+  // buffers (waited for, not slept).
+  let after = await memory();
+  await waitFor(
+    "the webhook's heap and RSS to settle within 10 MiB of where they were",
+    async () => {
+      after = await memory();
+      return (after.heap - before.heap < 10 && after.rss - before.rss < 10) || undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 1_000 },
+  ).catch((err: unknown) => {
+    throw new Error(`${String(err)}; before ${JSON.stringify(before)}, after ${JSON.stringify(after)}`);
+  });
+  process.stderr.write(
+    `webhook memory: RSS ${before.rss.toFixed(1)} -> ${after.rss.toFixed(1)} MiB, ` +
+      `heap used ${before.heap.toFixed(1)} -> ${after.heap.toFixed(1)} MiB\n`,
+  );
+  assert.ok(await hostile().getOptional(`${RACKS}/many-names`));
+});
