@@ -26,7 +26,19 @@ import {
   type BinaryProcess,
   type Topology,
 } from "../../tools/kcp/topology.ts";
-import { VMS, VPCS, assertDenied, at, create, tryDelete, vm, vpc, waitForProtection, waitForVwc } from "./helpers.ts";
+import {
+  VMS,
+  VPCS,
+  VWC_PATH,
+  assertDenied,
+  at,
+  create,
+  tryDelete,
+  vm,
+  vpc,
+  waitForProtection,
+  waitForVwc,
+} from "./helpers.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // A Deployment of the rendered chart, run from the image the way its pod would run, without Kubernetes: the
@@ -379,6 +391,17 @@ test("both processes run as uid/gid 1000, on a read-only root, without privilege
 
 test("a protected delete is refused by the image's webhook, then allowed once the dependent is gone", async () => {
   await waitForVwc(must(kcp, "kcp"), true);
+  // The controller in the image wrote the chart's webhook.externalURL, and the chart's CA, into the configuration.
+  const vwc = await must(kcp, "kcp")
+    .ws(PATHS.network)
+    .get<{ webhooks: { clientConfig: { url: string; caBundle: string } }[] }>(VWC_PATH);
+  const client = vwc.webhooks[0]?.clientConfig;
+  assert.ok(client, "the configuration has a webhook");
+  assert.ok(client.url.startsWith(`https://127.0.0.1:${ports.webhook}/validate/`), client.url);
+  assert.equal(
+    Buffer.from(client.caBundle, "base64").toString(),
+    readFileSync(path.join(work, "tls", "ca.crt"), "utf8"),
+  );
   await create(consumer1(), vpc("image-vpc"), vm("image-vm", { vpc: "image-vpc" }));
   await waitForProtection(consumer1(), `${at(VPCS)}/image-vpc`, true);
   assertDenied(
