@@ -107,6 +107,24 @@ test("npm run bench -- --smoke runs end to end, prints every table and writes th
       else assert.equal(calls, 0, "no webhook calls without the rule");
     }
 
+    // Teardown with a slow backend (smoke: 5 pairs whose VMs hold a 1 s finalizer, the namespace rows): the watch saw
+    // every deletion, the backend cleared every finalizer, and with protection no VPC went before a VM naming it.
+    assert.deepEqual(
+      report.finalizerTeardown?.map((r) => [r.scope, r.strategy, r.pairs]),
+      [
+        ["namespace", "kcp", 5],
+        ["namespace", "kcp-protected", 5],
+        ["namespace", "teardown-protected", 5],
+      ],
+    );
+    for (const r of report.finalizerTeardown ?? []) {
+      assert.equal(r.error, undefined);
+      assert.deepEqual([r.ordering.objects, r.ordering.unobserved, r.finalizersCleared], [10, 0, 5]);
+      if (r.strategy !== "kcp")
+        assert.equal(r.ordering.violations, 0, `${r.strategy}: ${r.ordering.examples.join(", ")}`);
+    }
+    assert.equal(typeof report.finalizerTeardown?.[2]?.planMs, "number");
+
     // Index delay: 3 quiet samples per mode, and at least one in index mode during a 10-pair teardown.
     assert.deepEqual(
       report.delay?.map((d) => [d.mode, d.load]),
