@@ -46,6 +46,25 @@ const { values, preset, opt, ints, int, only, modes, concurrency, from, custom }
 const log = (line: string): void =>
   void process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
+/** Table 2 (kcp's namespace deletion with and without the webhook) and table 2b (with a slow backend). */
+async function teardownPhases(env: BenchEnv, report: BenchReport): Promise<void> {
+  const timeoutMs = int("teardown-timeout") * 1000;
+  if (ints(opt("teardown")).length > 0)
+    report.teardown = await runTeardown(env, { ns: ints(opt("teardown")), concurrency, timeoutMs, modes });
+  if (int("ftd-pairs") > 0)
+    report.finalizerTeardown = await runFinalizerTeardown(env, {
+      pairs: int("ftd-pairs"),
+      finalizerMs: int("ftd-finalizer-ms"),
+      scopes: opt("ftd-scopes")
+        .split(",")
+        .filter((v) => v === "namespace" || v === "workspace"),
+      concurrency,
+      teardownConcurrency: int("ftd-concurrency"),
+      timeoutMs,
+      mode: modes.includes("index") ? "index" : modes[0]!,
+    });
+}
+
 async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
   const memory: MemorySnapshot[] = [];
   if (only.has("memory"))
@@ -74,23 +93,7 @@ async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
     // The latency namespace is no longer needed; drop it so later phases run on a lighter kcp.
     await env.consumer.request("DELETE", `/api/v1/namespaces/${LATENCY_NS}`).catch(() => undefined);
   }
-  if (only.has("teardown")) {
-    const timeoutMs = int("teardown-timeout") * 1000;
-    if (ints(opt("teardown")).length > 0)
-      report.teardown = await runTeardown(env, { ns: ints(opt("teardown")), concurrency, timeoutMs, modes });
-    if (int("ftd-pairs") > 0)
-      report.finalizerTeardown = await runFinalizerTeardown(env, {
-        pairs: int("ftd-pairs"),
-        finalizerMs: int("ftd-finalizer-ms"),
-        scopes: opt("ftd-scopes")
-          .split(",")
-          .filter((v) => v === "namespace" || v === "workspace"),
-        concurrency,
-        teardownConcurrency: int("ftd-concurrency"),
-        timeoutMs,
-        mode: modes.includes("index") ? "index" : modes[0]!,
-      });
-  }
+  if (only.has("teardown")) await teardownPhases(env, report);
   if (only.has("index-delay")) {
     report.delay = await runDelay(env, {
       samples: int("delay-samples"),

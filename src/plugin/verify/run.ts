@@ -112,12 +112,15 @@ async function pass(
   await pool(objects, concurrency, async ({ resource, object }) => {
     const key = objectKey(object);
     const want = expected.get(key) ?? [];
-    if (want.length > 0 && !object.skipProtection) referenced++;
     const path = `${collectionPath(resource, object.namespace)}/${encodeURIComponent(object.name)}`;
     const answer = await dryRunDelete(s, path);
     // Gone since the listing: nothing to verify.
     if (!("allowed" in answer) && answer.status === 404) return;
-    verdicts.set(key, verdictFor(object, want, "allowed" in answer ? { allowed: true } : { allowed: false, ...answer }));
+    if (want.length > 0 && !object.skipProtection) referenced++;
+    verdicts.set(
+      key,
+      verdictFor(object, want, "allowed" in answer ? { allowed: true } : { allowed: false, ...answer }),
+    );
   });
   return { verdicts, checked: verdicts.size, referenced };
 }
@@ -130,15 +133,16 @@ export async function runVerify(cmd: VerifyCommand, deps: VerifyDeps = {}): Prom
     const scan = await readRules(s, cmd.ruleWorkspaces);
     const notes = [...scan.skipped];
     if (scan.rules.length === 0) {
-      notes.push(`no DependencyRules readable in ${scan.searched.length} workspace(s): name them with --rule-workspace`);
+      notes.push(
+        `no DependencyRules readable in ${scan.searched.length} workspace(s): name them with --rule-workspace`,
+      );
       return { exitCode: 2, text: "", notes };
     }
-    let first;
-    try {
-      first = await pass(s, scan.rules, concurrency);
-    } catch (err) {
-      throw explain(err, `verify ${s.workspace}`);
-    }
+    const check = (only?: ReadonlySet<string>) =>
+      pass(s, scan.rules, concurrency, only).catch((err: unknown) => {
+        throw explain(err, `verify ${s.workspace}`);
+      });
+    const first = await check();
     // Sorted by object, so the report reads the same run after run.
     let found = [...first.verdicts.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -147,7 +151,7 @@ export async function runVerify(cmd: VerifyCommand, deps: VerifyDeps = {}): Prom
     if (found.length > 0) {
       await clock.sleep(deps.recheckAfterMs ?? 2_000);
       const keys = new Set(found.map((v) => objectKey("mismatch" in v ? v.mismatch.object : v.unverified.object)));
-      found = confirmed(found, (await pass(s, scan.rules, concurrency, keys)).verdicts);
+      found = confirmed(found, (await check(keys)).verdicts);
     }
     const report: VerifyReport = {
       workspace: s.workspace,
@@ -157,7 +161,11 @@ export async function runVerify(cmd: VerifyCommand, deps: VerifyDeps = {}): Prom
       mismatches: found.flatMap((v) => ("mismatch" in v ? [v.mismatch] : [])),
       unverified: found.flatMap((v) => ("unverified" in v ? [v.unverified] : [])),
     };
-    return { exitCode: exitCodeOf(report), text: cmd.format === "json" ? renderJson(report) : renderText(report), notes };
+    return {
+      exitCode: exitCodeOf(report),
+      text: cmd.format === "json" ? renderJson(report) : renderText(report),
+      notes,
+    };
   } finally {
     s.base.close();
   }
