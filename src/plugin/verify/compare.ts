@@ -79,7 +79,11 @@ export const objectKey = (o: { group: string; resource: string; namespace?: stri
   `${o.resource}.${o.group}|${o.namespace ?? ""}|${o.name}`;
 
 /** One object's expected blockers against its dry run's answer. Pure. */
-export function verdictFor(object: VerifyObject, expectedAll: readonly ExpectedBlocker[], answer: DryRunAnswer): Verdict {
+export function verdictFor(
+  object: VerifyObject,
+  expectedAll: readonly ExpectedBlocker[],
+  answer: DryRunAnswer,
+): Verdict {
   // Break glass: the webhook allows the delete whatever references it, so nothing is expected to block.
   const expected = object.skipProtection ? [] : [...expectedAll];
   if (answer.allowed) {
