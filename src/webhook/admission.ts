@@ -3,8 +3,19 @@
 // the constructors below). The pipeline runs one way: server → review → handler → decision → finder.
 import type { FieldPath } from "../fieldpath/fieldpath.ts";
 import type { Enforcement } from "../api/schema.ts";
+import type { GroupVersionResource } from "../api/rule.ts";
 import type { LogicalClusterName } from "../api/types.ts";
-import type { DependentType } from "./rules/registry.ts";
+
+/**
+ * The dependent side of a rule as lookups need it: what to list in the consumer workspace, its kind for messages,
+ * and the APIExport that serves it (the rule's own workspace and `spec.dependent.apiExportName`), whose virtual
+ * workspace the dependents index watches.
+ */
+export type DependentType = GroupVersionResource & {
+  kind: string;
+  apiExportName: string;
+  exportCluster: LogicalClusterName;
+};
 
 /** The fields of an admission.k8s.io/v1 AdmissionRequest the webhook reads. */
 export interface AdmissionRequest {

@@ -1,7 +1,27 @@
 // Prometheus metrics of the webhook, registered on a passed-in Registry (never the global one) so tests stay isolated.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { ruleEndpointMetrics, type RuleEndpointMetrics } from "./rules/endpoint-metrics.ts";
 import { outcomeOf, type Decision } from "./admission.ts";
+
+// The rule source's per-endpoint (per-shard) gauge, apart so a test can register it on its own.
+export const RULE_ENDPOINT_UNSYNCED = "dependency_webhook_rule_endpoint_unsynced";
+
+export interface RuleEndpointMetrics {
+  /** 1 per endpoint whose DependencyRule list/watch is failing (its rules cannot be seen), 0 per healthy one. */
+  ruleEndpointUnsynced: Gauge<"endpoint">;
+}
+
+export function ruleEndpointMetrics(registers: Registry[]): RuleEndpointMetrics {
+  return {
+    ruleEndpointUnsynced: new Gauge({
+      name: RULE_ENDPOINT_UNSYNCED,
+      help:
+        "1 while the DependencyRule list/watch of this virtual workspace endpoint (one per shard) is failing: its " +
+        "rules may be stale, and reviews they may decide are refused with 503; 0 when it is in sync.",
+      labelNames: ["endpoint"] as const,
+      registers,
+    }),
+  };
+}
 
 export interface WebhookMetrics extends RuleEndpointMetrics {
   /** Every HTTP response, by the code it carries (a review's own status code, or the transport's refusal). */

@@ -11,13 +11,14 @@ import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import type { AdmissionRequest } from "../../src/webhook/admission.ts";
 import { planLookups } from "../../src/webhook/deletion/decision.ts";
-import { createWebhookMetrics, type WebhookMetrics } from "../../src/webhook/metrics.ts";
-import { buildRegistry, type RuleMatch, type RuleEntry } from "../../src/webhook/rules/registry.ts";
 import {
+  createWebhookMetrics,
   RULE_ENDPOINT_UNSYNCED,
   ruleEndpointMetrics,
   type RuleEndpointMetrics,
-} from "../../src/webhook/rules/endpoint-metrics.ts";
+  type WebhookMetrics,
+} from "../../src/webhook/metrics.ts";
+import { buildRegistry, type RuleMatch, type RuleEntry } from "../../src/webhook/rules/registry.ts";
 import { inDoubt, withVisibility, type SourcedMatch, type Visibility } from "../../src/webhook/rules/visibility.ts";
 import { RuleSource, type RuleWatch } from "../../src/webhook/rules/source.ts";
 import { FakeClock } from "../support/fake-clock.ts";

@@ -19,20 +19,11 @@ import type { Enforcement } from "../../api/schema.ts";
 import { ruleKeyString, type GroupResource, type LogicalClusterName, type WorkspacePath } from "../../api/types.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
 import { asRecord, compareStrings } from "../../util/json.ts";
+import type { DependentType } from "../admission.ts";
 import { checksDeclined, dependentRejected, indexTrust, type IndexTrust } from "./rule-status.ts";
 
 export { DEPENDENT_INVALID_REASON, dependentRejected, type IndexTrust } from "./rule-status.ts";
-
-/**
- * The dependent side of a rule as lookups need it: what to list in the consumer workspace, its kind for messages,
- * and the APIExport that serves it (the rule's own workspace and `spec.dependent.apiExportName`), whose virtual
- * workspace the dependents index watches.
- */
-export type DependentType = GroupVersionResource & {
-  kind: string;
-  apiExportName: string;
-  exportCluster: LogicalClusterName;
-};
+export type { DependentType } from "../admission.ts";
 
 /** One rule as seen from one protected (provider, group/resource): whose objects to list and where to look. */
 export interface RuleEntry {

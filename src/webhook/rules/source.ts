@@ -13,9 +13,9 @@ import { ruleKeyString, type DependencyRule, type WorkspacePath } from "../../ap
 import type { Resolution } from "../../kcp/workspaces.ts";
 import { realClock, type Clock, type Timer } from "../../util/clock.ts";
 import { WorkLoop, type PassResult } from "../../util/workloop.ts";
-import type { WebhookMetrics } from "../metrics.ts";
+import type { RuleEndpointMetrics, WebhookMetrics } from "../metrics.ts";
 import { buildRegistry, formatProblem, notEnforcedCount, rulePaths, type RuleRegistry } from "./registry.ts";
-import { reportEndpoints, type RuleEndpointMetrics } from "./endpoint-metrics.ts";
+import { reportEndpoints } from "./endpoint-metrics.ts";
 import { withVisibility, type Visibility } from "./visibility.ts";
 
 /** The part of the rule watch the source needs; ExportWatch in production, a fake in tests. */
