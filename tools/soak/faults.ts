@@ -77,6 +77,8 @@ async function inject(env: SoakEnv, rng: Rng, kind: FaultKind): Promise<FaultRec
       await env.controller.start();
       return record("controller", startAt, Date.now(), false);
     }
+    case "careless-rule":
+      throw new Error("the careless rule is the careless author's fault (careless.ts), not the injector's");
   }
 }
 

@@ -32,7 +32,8 @@ export type OpKind =
   | "delete-workspace"
   | "rule-churn"
   | "probe"
-  | "window-probe";
+  | "window-probe"
+  | "careless-rule";
 
 export interface OpRecord {
   id: number;
@@ -58,7 +59,8 @@ export type FaultKind =
   | "stall-all-webhooks"
   | "webhook-unreachable"
   | "kill-controller"
-  | "stall-shard";
+  | "stall-shard"
+  | "careless-rule";
 
 export interface FaultRecord {
   kind: FaultKind;
@@ -67,6 +69,8 @@ export interface FaultRecord {
   endAt: number;
   /** True when no webhook replica could answer between startAt and endAt (I4 applies). */
   webhookDown: boolean;
+  /** A faulty rule's dependent resource ("gadgets.soak.test.io"): it may refuse only where such objects exist (I5). */
+  dependent?: string;
 }
 
 export interface ProcessExit {

@@ -1,5 +1,6 @@
 // `npm run soak`: a Jepsen-style soak of the product on a real two-shard kcp. Flags: --duration=30m, --seed=N,
-// --lookup=index|live, --workers=N, --window=5s, --bound=120s, --fault-every=20s-40s, --no-faults, --weakened, --history=FILE, and
+// --lookup=index|live, --workers=N, --window=5s, --bound=120s, --fault-every=20s-40s, --no-faults,
+// --careless-every=20s-40s, --no-careless, --weakened, --history=FILE, and
 // --check=FILE to check a saved history again without kcp. Exits 1 on any violation (and writes the history, and
 // keeps the logs of kcp and the binaries next to it).
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -43,6 +44,8 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { hist
       "fault-every": { type: "string", default: "15s-35s" },
       "rule-churn-every": { type: "string", default: "15s-30s" },
       "no-faults": { type: "boolean", default: false },
+      "careless-every": { type: "string", default: "20s-40s" },
+      "no-careless": { type: "boolean", default: false },
       "no-workspace-delete": { type: "boolean", default: false },
       weakened: { type: "boolean", default: false },
       history: { type: "string" },
@@ -61,6 +64,8 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { hist
     faultEveryMs: parseRange(values["fault-every"], "fault-every"),
     ruleChurnEveryMs: parseRange(values["rule-churn-every"], "rule-churn-every"),
     faults: !values["no-faults"],
+    careless: !values["no-careless"],
+    carelessEveryMs: parseRange(values["careless-every"], "careless-every"),
     deleteWorkspace: !values["no-workspace-delete"],
     weakened: values.weakened,
     lookup: values.lookup,

@@ -16,6 +16,7 @@ import { KINDS } from "./kinds.ts";
 import { OpLog, sleep, type WorkloadOptions } from "./oplog.ts";
 import { deleteWorkspaceLater, ruleChurner } from "./churn.ts";
 import { worker } from "./workload.ts";
+import { carelessAuthor } from "./careless.ts";
 import { PATHS } from "../kcp/topology.ts";
 
 export interface SoakOptions {
@@ -29,6 +30,9 @@ export interface SoakOptions {
   faultEveryMs: [number, number];
   ruleChurnEveryMs: [number, number];
   faults: boolean;
+  /** The careless author: a faulty rule (an unreadable path, no dependents anywhere) added and removed at random. */
+  careless: boolean;
+  carelessEveryMs: [number, number];
   /** Delete the last consumer workspace part-way through. */
   deleteWorkspace: boolean;
   /** The weakened build: the webhook address answers "allowed" to everything. */
@@ -202,6 +206,8 @@ async function startLoad(
     tasks.push(deleteWorkspaceLater(wl(rng.fork()), doomed, Math.floor(o.durationMs / 2)));
   }
   if (o.faults && !o.weakened) tasks.push(injectFaults(env, rng.fork(), o.faultEveryMs, signal, history.faults, o.log));
+  // Forked last, so a seed's workers, churn and faults draw what they drew before the careless author existed.
+  if (o.careless) tasks.push(carelessAuthor(wl(rng.fork()), o.carelessEveryMs, history.faults, o.log));
   return { probes, tasks };
 }
 
