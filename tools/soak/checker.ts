@@ -1,8 +1,9 @@
 // The invariant checker: reads a History (kcp's own watch events and the workload's request log) and reports
-// violations of I1–I4 and the races inside the consistency window. Pure, and independent of the product: it imports
+// violations of I1–I5 and the races inside the consistency window. Pure, and independent of the product: it imports
 // nothing from src/, parses rules and field paths itself, and orders events on a shard by kcp's resourceVersions.
 // Each invariant has its own file under invariants/; this runs them in a fixed order, so reports are stable.
 import type { History } from "./history.ts";
+import { checkCollateral } from "./invariants/collateral.ts";
 import { checkConvergence } from "./invariants/convergence.ts";
 import { checkDenials } from "./invariants/denials.ts";
 import { checkFailClosed } from "./invariants/fail-closed.ts";
@@ -23,6 +24,8 @@ export function check(h: History): CheckResult {
     checkedDeletes: 0,
     checkedDenials: 0,
     checkedWhileDown: 0,
+    checkedCollateral: 0,
+    refusedUnavailable: 0,
     readyShare: readyShare(h, tl),
   };
   const j: Judging = { h, tl, out, ws: (c) => h.workspaces[c] ?? c };
@@ -31,6 +34,7 @@ export function check(h: History): CheckResult {
   checkDenials(j);
   checkConvergence(j);
   checkFailClosed(j);
+  checkCollateral(j);
   return out;
 }
 

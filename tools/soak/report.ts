@@ -53,7 +53,9 @@ export function summary(h: History, r: CheckResult): string {
   );
   lines.push(
     `checked: ${r.checkedDeletes} dependency deletes (${r.deletedWithWorkspace} more went with their workspace), ` +
-      `${r.checkedDenials} denials, ${r.checkedWhileDown} protected deletes while the webhook was down; watch events ${h.watches.length}, watch gaps ${h.gaps.length}`,
+      `${r.checkedDenials} denials, ${r.checkedWhileDown} protected deletes while the webhook was down, ` +
+      `${r.refusedUnavailable} deletes refused 503 and ${r.checkedCollateral} deletes answered while the careless rule ` +
+      `stood with no other fault to excuse a 503; watch events ${h.watches.length}, watch gaps ${h.gaps.length}`,
   );
   const toReady = ruleChangeToReady(h).sort((a, b) => a - b);
   lines.push(
@@ -66,7 +68,7 @@ export function summary(h: History, r: CheckResult): string {
       .map(([rule, share]) => `${rule} ${Math.round(share * 100)}% of the run`)
       .join(", ")}`,
   );
-  for (const inv of ["I1", "I2", "I3", "I4"] as Invariant[]) {
+  for (const inv of ["I1", "I2", "I3", "I4", "I5"] as Invariant[]) {
     const v = r.violations.filter((x) => x.invariant === inv);
     const races = r.races.filter((x) => x.invariant === inv);
     lines.push(`${inv}: ${v.length} violations, ${races.length} races inside the window`);

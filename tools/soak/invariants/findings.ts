@@ -2,7 +2,7 @@
 import type { History } from "../history.ts";
 import type { Timeline } from "./timeline.ts";
 
-export type Invariant = "I1" | "I2" | "I3" | "I4";
+export type Invariant = "I1" | "I2" | "I3" | "I4" | "I5";
 
 export interface Violation {
   invariant: Invariant;
@@ -24,6 +24,10 @@ export interface CheckResult {
   checkedDenials: number;
   /** Protected deletes answered while the webhook was down (what I4 judged). */
   checkedWhileDown: number;
+  /** Deletes answered (not 404) while the careless rule stood and no other fault excused a 503 (what I5 judged). */
+  checkedCollateral: number;
+  /** Deletes answered 503 (each judged by I5). */
+  refusedUnavailable: number;
   /** Per rule, the share of the run it was Ready (I1 only holds a Ready rule to its word). */
   readyShare: Record<string, number>;
 }

@@ -1,0 +1,64 @@
+// I5, no collateral refusal: a rule's faults may refuse (503) only the DELETEs where that rule's dependents can be.
+//
+// The rule, as judged: a delete (delete, dry-run delete, DELETECOLLECTION, sentinel or window probe) in a consumer
+// workspace answered 503 is a violation unless, at some moment between its send and its answer, a fault of the soak's
+// own making could make a rule that gates it unable to answer there:
+//   - a webhook, controller or shard fault (every fault but the careless author's), from its start until I3's bound
+//     (--bound) after its end: a killed replica relists its index, a stalled shard's rules and dependents go silent,
+//     and "protection back within the bound" is I3's promise, so refusals until then are fail-closed, not collateral;
+//   - a change the soak made to its own rule (rule churn), likewise until the bound after it was answered: a recreated
+//     rule's index lists again, and the churned rule's dependents (servers) may be in every consumer, which all bind
+//     the soak provider's export;
+//   - the careless author's faulty rule, only in a workspace where an object of its dependent resource existed then.
+//     Its dependents (gadgets) are never created, so every 503 it causes is collateral.
+// A 503 outside all of these is a refusal some rule's fault caused in a workspace where that rule's dependents are not.
+import type { FaultRecord, OpRecord } from "../history.ts";
+import type { Judging } from "./findings.ts";
+import { iso, versionsOver } from "./timeline.ts";
+
+const DELETES = new Set(["delete", "delete-dry-run", "delete-collection", "probe", "window-probe"]);
+
+type Span = [number, number];
+
+const overlaps = (op: OpRecord, [from, to]: Span): boolean => op.sentAt <= to && op.answeredAt >= from;
+
+/** The intervals in which a 503 is fail-closed anywhere (the soak's webhook, shard and rule-churn faults). */
+function excusingSpans(j: Judging): Span[] {
+  const bound = j.h.boundMs;
+  const spans: Span[] = j.h.faults.filter((f) => f.kind !== "careless-rule").map((f) => [f.startAt, f.endAt + bound]);
+  for (const op of j.h.ops) if (op.kind === "rule-churn") spans.push([op.sentAt, op.answeredAt + bound]);
+  return spans;
+}
+
+/** Whether an object of the faulty rule's dependent resource existed in the op's workspace while it was decided. */
+function dependentsThere(j: Judging, op: OpRecord, f: FaultRecord): boolean {
+  if (!f.dependent) return true; // a fault that does not say where its dependents are excuses everywhere
+  for (const key of j.tl.byCluster.get(op.cluster) ?? []) {
+    if (key.split("|")[1] !== f.dependent) continue;
+    const versions = versionsOver(j.tl.objects.get(key) ?? [], op.sentAt, op.answeredAt);
+    if (versions.some((v) => v.type !== "DELETED")) return true;
+  }
+  return false;
+}
+
+export function checkCollateral(j: Judging): void {
+  const spans = excusingSpans(j);
+  const careless = j.h.faults.filter((f) => f.kind === "careless-rule");
+  for (const op of j.h.ops) {
+    if (!DELETES.has(op.kind)) continue;
+    const excused = spans.some((s) => overlaps(op, s));
+    const standing = careless.filter((f) => overlaps(op, [f.startAt, f.endAt]));
+    if (!excused && standing.length > 0 && op.status !== 404) j.out.checkedCollateral++;
+    if (op.status !== 503) continue;
+    j.out.refusedUnavailable++;
+    if (excused || standing.some((f) => dependentsThere(j, op, f))) continue;
+    const why = standing.length > 0 ? `the careless rule stood (${standing[0]?.target}) but ` : "";
+    j.out.violations.push({
+      invariant: "I5",
+      message:
+        `${op.kind} #${op.id} of ${op.resource} ${j.ws(op.cluster)}/${op.namespace}/${op.name} refused 503 at ` +
+        `${iso(op.answeredAt)} though ${why}no fault of the soak's could refuse there then: ${op.message}`,
+      at: op.sentAt,
+    });
+  }
+}
