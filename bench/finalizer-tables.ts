@@ -1,7 +1,6 @@
 // Table 2b and its targets: teardown with a slow backend (finalizer-teardown.ts), three ways side by side.
 import type { FinalizerTeardownRow, Scope } from "./finalizer-teardown.ts";
-import { f, table, x } from "./table.ts";
-import type { TargetRow } from "./targets.ts";
+import { f, table, x, type TargetRow } from "./table.ts";
 
 const STRATEGY_TEXT = {
   kcp: "kcp's own deletion, no protection",

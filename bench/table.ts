@@ -25,3 +25,13 @@ export const sumRow = (n: string, what: string, s: Summary): string[] => [
   f(s.p99),
   f(s.mean),
 ];
+
+/** One row of the targets table: a figure per lookup mode against its goal. */
+export interface TargetRow {
+  target: string;
+  index: string;
+  live: string;
+  goal: string;
+  /** Index mode against the goal: "met", "MISSED", or "–" when there is no figure (or no goal). */
+  verdict: string;
+}

@@ -5,17 +5,8 @@ import type { LookupMode } from "../tools/kcp/topology.ts";
 import { finalizerTargetRows } from "./finalizer-tables.ts";
 import type { BenchReport } from "./results.ts";
 import { histogramQuantile, type Histogram, type HistogramSummary } from "./stats.ts";
-import { f, x } from "./table.ts";
+import { f, x, type TargetRow } from "./table.ts";
 import type { TeardownResult } from "./teardown.ts";
-
-export interface TargetRow {
-  target: string;
-  index: string;
-  live: string;
-  goal: string;
-  /** Index mode against the goal: "met", "MISSED", or "–" when there is no figure (or no goal). */
-  verdict: string;
-}
 
 const verdict = (v: number, ok: (v: number) => boolean): string =>
   Number.isFinite(v) ? (ok(v) ? "met" : "MISSED") : "–";
