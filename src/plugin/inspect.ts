@@ -4,7 +4,7 @@ import type { CheckCommand, GraphCommand } from "./args.ts";
 import { toDot, toJson, toMermaid, typeGraph, type RuleInWorkspace } from "./graph.ts";
 import { findReferences, listingKey, objectGraph, type Reference, type TypeListing } from "./references.ts";
 import { isRecord } from "../util/json.ts";
-import { listObjects, openSession, readRules, resourceFor, type RuleScan, type Session } from "./source.ts";
+import { listRuleTypes, openSession, readRules, type RuleScan } from "./source.ts";
 import { renderTable } from "./table.ts";
 
 export interface CommandResult {
@@ -13,29 +13,6 @@ export interface CommandResult {
   text: string;
   /** Notes for stderr: what could not be read. */
   notes: string[];
-}
-
-/** Every type the rules name (dependents and dependencies), listed in the session's workspace. */
-async function listTypes(s: Session, rules: readonly RuleInWorkspace[]): Promise<Map<string, TypeListing>> {
-  const wanted = new Map<string, { group: string; resource: string }>();
-  for (const { rule } of rules) {
-    if (!rule.dependent) continue;
-    wanted.set(listingKey(rule.dependent.group, rule.dependent.resource), rule.dependent);
-    for (const d of rule.dependencies) wanted.set(listingKey(d.target.group, d.target.resource), d.target);
-  }
-  const out = new Map<string, TypeListing>();
-  for (const [key, t] of wanted) {
-    const r = await resourceFor(s, t.group, t.resource);
-    const listing: TypeListing = { group: t.group, resource: t.resource };
-    if (r) {
-      listing.kind = r.kind;
-      listing.namespaced = r.namespaced;
-      const items = await listObjects(s, r);
-      if (items) listing.items = items;
-    }
-    out.set(key, listing);
-  }
-  return out;
 }
 
 function noRulesNote(scan: RuleScan): string {
@@ -53,7 +30,7 @@ export async function runGraph(cmd: GraphCommand): Promise<CommandResult> {
     const notes = [...scan.skipped];
     if (scan.rules.length === 0) notes.push(noRulesNote(scan));
     const graph = cmd.objects
-      ? objectGraph(findReferences(scan.rules, await listTypes(s, scan.rules)))
+      ? objectGraph(findReferences(scan.rules, (await listRuleTypes(s, scan.rules)).listings))
       : typeGraph(scan.rules);
     if (graph.cycles.length > 0) notes.push(`${graph.cycles.length} cycle(s) found, marked in the graph`);
     const render = { mermaid: toMermaid, dot: toDot, json: toJson }[cmd.format];
@@ -129,7 +106,7 @@ export async function runCheck(cmd: CheckCommand): Promise<CommandResult> {
       notes.push(noRulesNote(scan));
       return { exitCode: 2, text: "", notes };
     }
-    const refs = findReferences(scan.rules, await listTypes(s, scan.rules));
+    const refs = findReferences(scan.rules, (await listRuleTypes(s, scan.rules)).listings);
     const notReady = notReadyRules(scan.objects);
     const found = refs.some((r) => r.state !== "exists") || notReady.length > 0;
     return { exitCode: found ? 1 : 0, text: checkReport(s.workspace, refs, notReady), notes };

@@ -7,6 +7,7 @@ import { isApiError, type RestClient } from "../kcp/rest.ts";
 import type { Connection } from "./args.ts";
 import { apiPrefix, resourcesOf, splitQuery, type ApiResource } from "./discovery.ts";
 import type { RuleInWorkspace } from "./graph.ts";
+import { listingKey, type TypeListing } from "./references.ts";
 
 /** A failure the user can act on; exit code 2 unless said otherwise. */
 export class PluginError extends Error {
@@ -192,4 +193,37 @@ export async function listObjects(
     if (isApiError(err, 404)) return undefined;
     throw explain(err, `list ${r.name}.${r.group} in ${s.workspace}`);
   }
+}
+
+/** The rules' types as listed in the session's workspace; `targets` are the dependency types found, with their items. */
+export interface ListedTypes {
+  listings: Map<string, TypeListing>;
+  targets: { resource: ApiResource; items: readonly unknown[] }[];
+}
+
+/** Every type the rules name (dependents and dependencies), listed in the session's workspace. */
+export async function listRuleTypes(s: Session, rules: readonly RuleInWorkspace[]): Promise<ListedTypes> {
+  const wanted = new Map<string, { group: string; resource: string; target: boolean }>();
+  for (const { rule } of rules) {
+    if (!rule.dependent) continue;
+    const d = rule.dependent;
+    const key = listingKey(d.group, d.resource);
+    wanted.set(key, { group: d.group, resource: d.resource, target: wanted.get(key)?.target ?? false });
+    for (const dep of rule.dependencies)
+      wanted.set(listingKey(dep.target.group, dep.target.resource), { ...dep.target, target: true });
+  }
+  const out: ListedTypes = { listings: new Map(), targets: [] };
+  for (const [key, t] of wanted) {
+    const r = await resourceFor(s, t.group, t.resource);
+    const listing: TypeListing = { group: t.group, resource: t.resource };
+    if (r) {
+      listing.kind = r.kind;
+      listing.namespaced = r.namespaced;
+      const items = await listObjects(s, r);
+      if (items) listing.items = items;
+      if (items && t.target) out.targets.push({ resource: r, items });
+    }
+    out.listings.set(key, listing);
+  }
+  return out;
 }

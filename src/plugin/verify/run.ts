@@ -7,7 +7,7 @@ import { realClock, type Clock } from "../../util/clock.ts";
 import { collectionPath, type ApiResource } from "../discovery.ts";
 import type { RuleInWorkspace } from "../graph.ts";
 import { findReferences, listingKey, type TypeListing } from "../references.ts";
-import { dryRunDelete, explain, listObjects, openSession, readRules, resourceFor, type Session } from "../source.ts";
+import { dryRunDelete, explain, listRuleTypes, openSession, readRules, type Session } from "../source.ts";
 import {
   confirmed,
   exitCodeOf,
@@ -34,39 +34,6 @@ export interface VerifyDeps {
   recheckAfterMs?: number;
   /** Dry runs in flight at once. */
   concurrency?: number;
-}
-
-interface Listed {
-  listings: Map<string, TypeListing>;
-  /** The served resource of every dependency type, for the dry-run paths. */
-  targets: { resource: ApiResource; items: readonly unknown[] }[];
-}
-
-/** Every type the rules name, listed in the session's workspace; the dependency types with their resource. */
-async function listAll(s: Session, rules: readonly RuleInWorkspace[]): Promise<Listed> {
-  const wanted = new Map<string, { group: string; resource: string; target: boolean }>();
-  for (const { rule } of rules) {
-    if (!rule.dependent) continue;
-    const d = rule.dependent;
-    const key = listingKey(d.group, d.resource);
-    wanted.set(key, { group: d.group, resource: d.resource, target: wanted.get(key)?.target ?? false });
-    for (const dep of rule.dependencies)
-      wanted.set(listingKey(dep.target.group, dep.target.resource), { ...dep.target, target: true });
-  }
-  const out: Listed = { listings: new Map(), targets: [] };
-  for (const [key, t] of wanted) {
-    const r = await resourceFor(s, t.group, t.resource);
-    const listing: TypeListing = { group: t.group, resource: t.resource };
-    if (r) {
-      listing.kind = r.kind;
-      listing.namespaced = r.namespaced;
-      const items = await listObjects(s, r);
-      if (items) listing.items = items;
-      if (items && t.target) out.targets.push({ resource: r, items });
-    }
-    out.listings.set(key, listing);
-  }
-  return out;
 }
 
 function objectOf(r: ApiResource, item: unknown): VerifyObject | undefined {
@@ -99,7 +66,7 @@ async function pass(
   concurrency: number,
   only?: ReadonlySet<string>,
 ): Promise<{ verdicts: Map<string, Verdict>; checked: number; referenced: number }> {
-  const listed = await listAll(s, rules);
+  const listed = await listRuleTypes(s, rules);
   // Warn rules never refuse: an object only they reference must be allowed.
   const deny = rules.filter((r) => r.rule.enforcement === "Deny");
   const expected = expectedByObject(findReferences(deny, listed.listings));
