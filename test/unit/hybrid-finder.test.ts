@@ -130,6 +130,17 @@ describe("HybridDependentFinder (--lookup=auto)", () => {
   }
 });
 
+describe("HybridDependentFinder and the index budget", () => {
+  it("answers 'unreadable' as the index gave it, without a live list, even where live reads are allowed", async () => {
+    for (const state of [NO_CONSENT, undefined]) {
+      const live = stub(() => found([VM], true));
+      const a = await hybrid(indexUnavailable("unreadable"), live, state).find(vmLookup(), 10);
+      assert.equal(live.calls, 0, "a live list would read the over-budget dependents on every delete");
+      assert.ok(!a.ok && a.reason === "unreadable", JSON.stringify(a));
+    }
+  });
+});
+
 /** A kcp front-proxy stand-in for the live finder: lists `items`, or refuses with `error`. */
 function base(o: { items?: unknown[]; error?: Error }): RestClient {
   return {

@@ -46,6 +46,9 @@ export class HybridDependentFinder implements DependentFinder {
     const key = dependentTypeKey(lookup.dependent);
     const fromIndex = await this.opts.index.find(lookup, limit, signal);
     if (fromIndex.ok) return this.answered(key, "index", fromIndex);
+    // Over its budget, a consumer's own dependents are what is unreadable: a live list would read them all the same,
+    // on every delete, and undo the budget that confines them to that workspace.
+    if (fromIndex.reason === "unreadable") return fromIndex;
     const state = this.opts.indexState(key);
     const noConsent = state?.state === "failing" && state.reason === "Forbidden";
     try {
