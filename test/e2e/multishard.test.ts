@@ -1,7 +1,7 @@
 // Scenario 12: the same product on a two-shard kcp, through the front-proxy. Providers and consumer1 live on the root
 // shard, consumer2 on shard-1; the webhook's lookup RBAC is applied to each shard's system:admin directly; and a rule
 // that lives in a workspace on shard-1 is seen by both binaries (one virtual-workspace endpoint per shard). Then
-// shard-1 stops answering (SIGSTOP): the webhook stays ready and decides with the root shard's rules (issue 13).
+// shard-1 stops answering (SIGSTOP): the webhook stays ready and decides with the root shard's rules.
 import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
 import { test } from "node:test";

@@ -1,4 +1,4 @@
-// Caller authentication against a real kcp v0.30.0, over real HTTPS. kcp.md V.6 §1 (read in source) said kcp
+// Caller authentication against a real kcp v0.30.0, over real HTTPS. kcp's ValidatingWebhook admission plugin (read in source) suggested kcp
 // presents client credentials to webhooks when started with --admission-control-config-file naming the
 // `apis.kcp.io/ValidatingWebhook` plugin. Run, it does not: `kcp start` refuses that flag (it is in kcp's
 // disallowedFlags, pkg/server/options/flags.go), so kcp calls webhooks with no client certificate. This file pins
