@@ -1,6 +1,6 @@
-// Caller authentication against a real kcp v0.30.0, over real HTTPS. kcp's ValidatingWebhook admission plugin (read in source) suggested kcp
-// presents client credentials to webhooks when started with --admission-control-config-file naming the
-// `apis.kcp.io/ValidatingWebhook` plugin. Run, it does not: `kcp start` refuses that flag (it is in kcp's
+// Caller authentication against a real kcp v0.30.0, over real HTTPS. kcp's ValidatingWebhook admission plugin (read
+// in source) suggested kcp presents client credentials to webhooks when started with --admission-control-config-file
+// naming the `apis.kcp.io/ValidatingWebhook` plugin. Run, it does not: `kcp start` refuses that flag (it is in kcp's
 // disallowedFlags, pkg/server/options/flags.go), so kcp calls webhooks with no client certificate. This file pins
 // that evidence (if a later kcp accepts the flag, the first test fails and says to turn caller authentication on in
 // the harness): with the webhook requiring a certificate, kcp's own call is refused with 401 and no decision (and
