@@ -18,7 +18,7 @@ describe("teardown arguments", () => {
         plan: true,
         format: "json",
         timeoutMs: 600_000,
-        concurrency: 8,
+        concurrency: 32,
         skipProtection: [],
         connection: {},
       },

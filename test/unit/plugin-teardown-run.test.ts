@@ -148,7 +148,29 @@ describe("teardown run loop", () => {
       [new Set(["vms"]), new Set(["subnets"]), new Set(["vpcs"])],
     );
     assert.ok(clock.now() >= 3_000, "it waited for the finalizer");
-    assert.match(lines[0]!, /^wave 1\/3: 15 object\(s\) left, 0 deleted/);
+    assert.match(lines[0]!, /^round 1: 15 object\(s\) left, 0 deleting, 0 deleted/);
+  });
+
+  it("pipelined: a VPC goes once its own VM is gone, while another VM still waits; no second survey", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    for (const n of ["fast", "slow"]) {
+      ws.add("vpcs", `vpc-${n}`);
+      ws.add("vms", `vm-${n}`, [`vpcs/vpc-${n}`], n === "slow" ? ["backend.test/hold"] : []);
+    }
+    const at = new Map<string, number>();
+    const del = ws.delete.bind(ws);
+    ws.delete = (o) => (at.set(o.name, clock.now()), del(o));
+    let dryRuns = 0;
+    const dry = ws.dryRun.bind(ws);
+    ws.dryRun = (o) => (dryRuns++, dry(o));
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, true, r.problem);
+    assert.equal(ws.refused, 0);
+    assert.ok(at.get("vpc-fast")! < 3_000, "vpc-fast did not wait for vm-slow's finalizer");
+    assert.ok(at.get("vpc-slow")! >= 3_000, "vpc-slow waited for vm-slow to go");
+    // Each object once, and each VPC once more right before its delete.
+    assert.equal(dryRuns, 6);
   });
 
   it("a finalizer that never clears: stops at --timeout naming each object and what holds it", async () => {
@@ -157,7 +179,7 @@ describe("teardown run loop", () => {
     chain(ws, 2);
     const r = await executeTeardown(ws, opts(clock, 10_000));
     assert.equal(r.ok, false);
-    assert.match(r.problem!, /timed out waiting for 2 object\(s\) of wave 1/);
+    assert.match(r.problem!, /timed out waiting for 2 object\(s\) to go/);
     assert.deepEqual(
       r.holds.map((h) => h.finalizers),
       [["backend.test/hold"], ["backend.test/hold"]],

@@ -151,7 +151,7 @@ describe("teardown against a kcp stand-in", () => {
     requests.length = 0;
     const r = await teardown("--timeout=30s");
     assert.equal(r.code, 0, r.out + r.err);
-    assert.match(r.out, /done: 2 object\(s\) deleted in 2 wave\(s\), 0 delete\(s\) refused/);
+    assert.match(r.out, /done: 2 object\(s\) deleted in 2 round\(s\), 0 delete\(s\) refused/);
     const real = requests.filter((q) => q.startsWith("DELETE") && !q.includes("dryRun"));
     assert.deepEqual(real, [`DELETE ${VMS}/vm-1`, `DELETE ${VPCS}/vpc-1`]);
     assert.equal(objects.size, 0);

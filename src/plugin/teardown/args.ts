@@ -27,7 +27,7 @@ export const TEARDOWN_FLAGS: readonly Flag[] = [
   { name: "plan", boolean: true, help: "print the plan, delete nothing" },
   { name: "output", short: "o", arg: "<format>", help: "table or json (with --plan)" },
   { name: "timeout", arg: "<duration>", help: "give up after this long (default 10m)" },
-  { name: "concurrency", arg: "<n>", help: "requests at a time (default 8)" },
+  { name: "concurrency", arg: "<n>", help: "requests at a time (default 32)" },
   { name: "skip-protection", arg: "<resource>/<name>", help: "allow skip-protection for this object (repeatable)" },
 ];
 
@@ -71,7 +71,7 @@ export function parseTeardownArgs(argv: readonly string[]): TeardownArgs | undef
     const format = last("output") ?? "table";
     if (format !== "table" && format !== "json")
       throw new UsageError(`-o ${format}: the output format is one of table, json`);
-    const concurrency = Number(last("concurrency") ?? "8");
+    const concurrency = Number(last("concurrency") ?? "32");
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
       throw new UsageError(`--concurrency ${last("concurrency")}: want a whole number from 1 to 64`);
     const command: TeardownCommand = {

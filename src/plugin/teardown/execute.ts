@@ -1,18 +1,20 @@
-// The teardown run loop: plan from what kcp says now, delete the first wave (dependents first), wait until each of
-// its objects is gone (finalizers included), plan again, until nothing is left. Planning again after every wave
-// picks up whatever changed underneath (new objects, references edited, something deleted by someone else). Only
-// objects a dry run just allowed are deleted, so the webhook refuses a delete only when something raced in.
+// The teardown run loop, pipelined: an object goes as soon as everything known to block it is gone, not when a whole
+// wave is. One list per type a round shows what is gone; the first dry run of each object (right before its delete)
+// names its blockers, and an object is dry-run again only once those blockers have all gone, to catch a dependent
+// that appeared meanwhile. Only objects a dry run just allowed are deleted, so the webhook refuses a delete only when
+// something raced in. When nothing can move, everything left is dry-run afresh once and planned to say why.
 import type { Clock } from "../../util/clock.ts";
-import type { Plan, PlanObject } from "./plan.ts";
-import { mapLimit, refusalText, survey, type TeardownApi } from "./survey.ts";
+import { planTeardown, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
+import { askOnce, indexByKind, mapLimit, refusalText, resolveBlockers, type DeleteAnswer } from "./survey.ts";
+import type { TeardownApi } from "./survey.ts";
 
 export interface ExecuteOptions {
   concurrency: number;
   timeoutMs: number;
   clock: Clock;
-  /** How often a wave's objects are read again while waiting for them to go. */
+  /** How often the objects are listed again while waiting for blockers and finalizers. */
   pollMs?: number;
-  /** A progress line (objects left, wave, rate, elapsed). */
+  /** A progress line (objects left, deleting, rate, elapsed). */
   progress: (line: string) => void;
 }
 
@@ -27,107 +29,124 @@ export interface ExecuteReport {
   deleted: number;
   /** Real deletes the webhook refused (something referenced the object after its dry run). */
   refusedDeletes: number;
-  /** Waves deleted, in order, as ids. */
+  /** The deletes of each round, in order, as ids. */
   waves: string[][];
   elapsedMs: number;
   /** Why it stopped, when not ok. */
   problem?: string;
-  /** The last plan, when it stopped on objects no wave reaches. */
+  /** The last plan, when it stopped on objects nothing reaches. */
   plan?: Plan;
   /** Objects still there when the time ran out, with the finalizers that hold them. */
   holds: Hold[];
 }
 
-class Progress {
-  private lastAt = -Infinity;
-  private readonly o: ExecuteOptions;
-  private readonly start: number;
-  constructor(o: ExecuteOptions, start: number) {
-    this.o = o;
-    this.start = start;
+/** What the run knows between rounds: each object's blockers as its last dry run named them, and other refusals. */
+class Known {
+  readonly blockers = new Map<string, BlockEdge[]>();
+  readonly obstacles = new Map<string, Obstacle>();
+  /** Records what a refusal names; answers a refusal that names no blocker, as text. */
+  learn(o: PlanObject, a: Extract<DeleteAnswer, { outcome: "refused" }>, byKind: ReadonlyMap<string, string[]>) {
+    const found = resolveBlockers(o, a.refusal, byKind);
+    this.blockers.set(o.id, found.edges);
+    if (found.outside.length > 0) this.obstacles.set(o.id, { outside: found.outside });
+    else if (a.refusal.blockers.length === 0) this.obstacles.set(o.id, { refused: refusalText(a.status, a.refusal) });
   }
-  say(r: ExecuteReport, left: number, wave: number, waves: number, force = false): void {
-    const now = this.o.clock.now();
-    if (!force && now - this.lastAt < 5_000) return;
-    this.lastAt = now;
-    const secs = Math.max(0.001, (now - this.start) / 1000);
-    this.o.progress(
-      `wave ${wave}/${waves}: ${left} object(s) left, ${r.deleted} deleted (${(r.deleted / secs).toFixed(1)}/s), ${secs.toFixed(1)}s elapsed`,
-    );
+  /** Not deleting, no standing obstacle, and every blocker its last dry run named is gone. */
+  ready(o: PlanObject, present: ReadonlySet<string>): boolean {
+    if (o.deleting || this.obstacles.has(o.id)) return false;
+    return (this.blockers.get(o.id) ?? []).every((e) => !present.has(e.from));
+  }
+  plan(objects: readonly PlanObject[]): Plan {
+    return planTeardown(objects, [...this.blockers.values()].flat(), this.obstacles);
   }
 }
 
-/** Deletes one wave; a refusal that names blockers is a race (plan again), any other stops the teardown. */
-async function deleteWave(api: TeardownApi, wave: readonly PlanObject[], o: ExecuteOptions, r: ExecuteReport) {
-  const fresh = wave.filter((x) => !x.deleting);
-  for (const x of fresh.filter((y) => y.skipProtection)) await api.skipProtection(x);
-  const answers = await mapLimit(fresh, o.concurrency, (x) => api.delete(x));
-  const waiting: PlanObject[] = wave.filter((x) => x.deleting);
-  for (const [i, a] of answers.entries()) {
-    const x = fresh[i]!;
-    if (a.outcome === "allowed") {
-      r.deleted++;
-      waiting.push(x);
-    } else if (a.outcome === "refused") {
-      if (a.refusal.blockers.length > 0) r.refusedDeletes++;
-      else return { waiting, problem: `${x.id}: ${refusalText(a.status, a.refusal)}` };
-    }
-  }
-  return { waiting };
+interface Round {
+  accepted: string[];
+  problem?: string;
 }
 
-/** Waits until every object is gone or the deadline passes; answers what still holds the rest. */
-async function waitGone(
+/** Dry-runs then deletes each ready object, `concurrency` at a time; skip-protection objects need no dry run. */
+async function deleteReady(
   api: TeardownApi,
   objects: readonly PlanObject[],
-  deadline: number,
+  k: Known,
   o: ExecuteOptions,
-  tick: (left: number) => void,
-): Promise<Hold[]> {
-  let left = [...objects];
-  for (;;) {
-    const now = await mapLimit(left, o.concurrency, (x) => api.get(x));
-    const still = left.map((x, i) => ({ x, now: now[i] })).filter((p) => p.now !== undefined);
-    left = still.map((p) => p.x);
-    tick(left.length);
-    if (left.length === 0) return [];
-    if (o.clock.now() >= deadline) return still.map((p) => ({ id: p.x.id, finalizers: p.now!.finalizers }));
-    await o.clock.sleep(Math.min(o.pollMs ?? 1_000, Math.max(1, deadline - o.clock.now())));
-  }
+  r: ExecuteReport,
+) {
+  const present = new Set(objects.map((x) => x.id));
+  const ready = objects.filter((x) => k.ready(x, present));
+  const round: Round = { accepted: [] };
+  const byKind = indexByKind(objects);
+  const one = async (x: PlanObject): Promise<void> => {
+    if (x.skipProtection) await api.skipProtection(x);
+    else {
+      const dry = await askOnce(api, x);
+      if (dry.outcome === "refused") return k.learn(x, dry, byKind);
+      if (dry.outcome === "gone") return;
+    }
+    const a = await api.delete(x);
+    if (a.outcome === "allowed") {
+      r.deleted++;
+      round.accepted.push(x.id);
+    } else if (a.outcome === "refused") {
+      if (a.refusal.blockers.length > 0) {
+        r.refusedDeletes++;
+        k.learn(x, a, byKind);
+      } else round.problem ??= `${x.id}: ${refusalText(a.status, a.refusal)}`;
+    }
+  };
+  await mapLimit(ready, o.concurrency, one);
+  return round;
+}
+
+function progressLine(r: ExecuteReport, o: ExecuteOptions, start: number, left: number, deleting: number): string {
+  const secs = Math.max(0.001, (o.clock.now() - start) / 1000);
+  const rate = (r.deleted / secs).toFixed(1);
+  return `round ${r.waves.length + 1}: ${left} object(s) left, ${deleting} deleting, ${r.deleted} deleted (${rate}/s), ${secs.toFixed(1)}s elapsed`;
 }
 
 export async function executeTeardown(api: TeardownApi, o: ExecuteOptions): Promise<ExecuteReport> {
   const start = o.clock.now();
   const deadline = start + o.timeoutMs;
   const r: ExecuteReport = { ok: false, deleted: 0, refusedDeletes: 0, waves: [], elapsedMs: 0, holds: [] };
-  const progress = new Progress(o, start);
   const done = (problem?: string): ExecuteReport => {
     r.elapsedMs = o.clock.now() - start;
     r.ok = problem === undefined;
     if (problem !== undefined) r.problem = problem;
     return r;
   };
+  let k = new Known();
+  let lastSaid = -Infinity;
+  let rechecked = false;
   for (;;) {
     const objects = await api.list();
     if (objects.length === 0) return done();
-    if (o.clock.now() >= deadline) return done(`timed out with ${objects.length} object(s) left`);
-    const { plan } = await survey(api, objects, o.concurrency);
-    const first = new Set(plan.waves[0] ?? []);
-    if (first.size === 0) {
-      r.plan = plan;
-      return done(`${plan.stuck.length} object(s) cannot be deleted in any order`);
+    const deleting = objects.filter((x) => x.deleting);
+    if (o.clock.now() - lastSaid >= 5_000) {
+      lastSaid = o.clock.now();
+      o.progress(progressLine(r, o, start, objects.length, deleting.length));
     }
-    const waveNo = r.waves.length + 1;
-    const total = r.waves.length + plan.waves.length;
-    progress.say(r, objects.length, waveNo, total, true);
-    const wave = objects.filter((x) => first.has(x.id));
-    const { waiting, problem } = await deleteWave(api, wave, o, r);
-    r.waves.push(waiting.map((x) => x.id).sort());
-    if (problem !== undefined) return done(problem);
-    const before = objects.length;
-    r.holds = await waitGone(api, waiting, deadline, o, (left) =>
-      progress.say(r, before - (waiting.length - left), waveNo, total),
-    );
-    if (r.holds.length > 0) return done(`timed out waiting for ${r.holds.length} object(s) of wave ${waveNo} to go`);
+    if (o.clock.now() >= deadline) {
+      r.holds = deleting.map((x) => ({ id: x.id, finalizers: x.finalizers }));
+      if (deleting.length > 0) return done(`timed out waiting for ${deleting.length} object(s) to go`);
+      return done(`timed out with ${objects.length} object(s) left`);
+    }
+    const round = await deleteReady(api, objects, k, o, r);
+    if (round.accepted.length > 0) r.waves.push(round.accepted.sort());
+    if (round.problem !== undefined) return done(round.problem);
+    if (round.accepted.length > 0 || deleting.length > 0) rechecked = false;
+    else if (!rechecked) {
+      // Nothing moves: forget what the dry runs said and ask about everything left once more, as a fresh plan would.
+      rechecked = true;
+      k = new Known();
+      continue;
+    } else {
+      r.plan = k.plan(objects);
+      return done(`${r.plan.stuck.length} object(s) cannot be deleted in any order`);
+    }
+    // Deletes just accepted without finalizers are gone already: list again at once; else wait for what holds.
+    if (round.accepted.length === 0)
+      await o.clock.sleep(Math.min(o.pollMs ?? 1_000, Math.max(1, deadline - o.clock.now())));
   }
 }

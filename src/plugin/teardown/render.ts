@@ -122,7 +122,7 @@ export function planTable(plan: Plan, ctx: PlanContext): string {
 /** The end of a run: what was done, and when it could not finish, why and what still stands. */
 export function runReport(r: ExecuteReport, ctx: PlanContext): string {
   const secs = (r.elapsedMs / 1000).toFixed(1);
-  const counts = `${r.deleted} object(s) deleted in ${r.waves.length} wave(s), ${r.refusedDeletes} delete(s) refused, ${secs}s`;
+  const counts = `${r.deleted} object(s) deleted in ${r.waves.length} round(s), ${r.refusedDeletes} delete(s) refused, ${secs}s`;
   if (r.ok) return `teardown of ${where(ctx)} done: ${counts}\n`;
   const lines = [`teardown of ${where(ctx)} NOT finished: ${r.problem ?? "unknown"}`, counts];
   if (r.holds.length > 0) {

@@ -40,7 +40,7 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t:
 const key = (kind: string, namespace: string | undefined, name: string): string => `${kind}/${namespace ?? ""}/${name}`;
 
 /** kind/namespace/name → ids (one kind may be served by two groups). */
-function indexByKind(objects: readonly PlanObject[]): Map<string, string[]> {
+export function indexByKind(objects: readonly PlanObject[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const o of objects) {
     const k = key(o.kind, o.namespace, o.name);
@@ -82,7 +82,7 @@ export function refusalText(status: number, r: Refusal): string {
  * thousands should not end a plan. A second failure becomes a refusal that names no blocker, so the object is
  * reported as stuck with the reason instead of the whole command failing.
  */
-async function askOnce(api: TeardownApi, o: PlanObject): Promise<DeleteAnswer> {
+export async function askOnce(api: TeardownApi, o: PlanObject): Promise<DeleteAnswer> {
   let last: unknown;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
