@@ -1,7 +1,9 @@
 // The soak in its smoke size (tools/soak/, `npm run soak` for the long run): a fixed seed, four workers, faults every
 // 8–15 s, rule churn and a workspace deletion on a two-shard kcp with two webhook replicas behind one address; it
-// fails on any violation of I1–I4. Then the same checker against a deliberately weakened build (the webhook address
-// answers "allowed" to every review): I1 must fire, or the checker proves nothing.
+// fails on any violation of I1–I5. A short run with only the careless author (no other fault, no rule churn inside
+// it) makes I5 judge deletes while its faulty rule stands. Then the same checker against a deliberately weakened
+// build (the webhook address answers "allowed" to every review but every third, refused with 503): I1 and I5 must
+// fire, or the checker proves nothing.
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import os from "node:os";
@@ -24,6 +26,8 @@ const base: SoakOptions = {
   faultEveryMs: [8000, 15_000],
   ruleChurnEveryMs: [10_000, 20_000],
   faults: true,
+  careless: true,
+  carelessEveryMs: [8000, 15_000],
   deleteWorkspace: true,
   weakened: false,
   lookup: "index",
@@ -43,7 +47,7 @@ function must(): SoakEnv {
   return env;
 }
 
-test("soak smoke: 0 violations of I1–I4 under load, faults and churn (fixed seed)", { timeout: 600_000 }, async () => {
+test("soak smoke: 0 violations of I1–I5 under load, faults and churn (fixed seed)", { timeout: 600_000 }, async () => {
   const { history, result } = await runSoak(must(), base);
   const text = summary(history, result);
   log(text);
@@ -61,7 +65,33 @@ test("soak smoke: 0 violations of I1–I4 under load, faults and churn (fixed se
 });
 
 test(
-  "soak: the checker catches a weakened build that allows every DELETE (I1 fires)",
+  "soak: a careless author's faulty rule refuses nobody (I5 judged with no other fault)",
+  { timeout: 300_000 },
+  async () => {
+    const { history, result } = await runSoak(must(), {
+      ...base,
+      seed: SEED + 2,
+      durationMs: 20_000,
+      faults: false,
+      deleteWorkspace: false,
+      ruleChurnEveryMs: [600_000, 600_000],
+      carelessEveryMs: [1000, 3000],
+    });
+    log(summary(history, result));
+    assert.ok(
+      history.faults.some((f) => f.kind === "careless-rule"),
+      "the careless rule never stood",
+    );
+    assert.ok(result.checkedCollateral > 0, "no delete was answered while the careless rule stood");
+    assert.deepEqual(
+      result.violations.map((v) => `${v.invariant}: ${v.message}`),
+      [],
+    );
+  },
+);
+
+test(
+  "soak: the checker catches a weakened build that allows deletes (I1 fires) and refuses others with 503 (I5 fires)",
   { timeout: 600_000 },
   async () => {
     const { history, result } = await runSoak(must(), {
@@ -70,11 +100,15 @@ test(
       durationMs: 45_000,
       faults: false,
       deleteWorkspace: false,
+      // No churn: a change to the soak's own rule would excuse the build's 503s for I3's bound.
+      ruleChurnEveryMs: [600_000, 600_000],
       weakened: true,
     });
     log(summary(history, result));
     const i1 = result.violations.filter((v) => v.invariant === "I1");
     assert.ok(i1.length > 0, "I1 did not fire although every delete was allowed");
     assert.match(i1[0]?.message ?? "", /referenced it at \.spec\./);
+    const i5 = result.violations.filter((v) => v.invariant === "I5");
+    assert.ok(i5.length > 0, "I5 did not fire although every third delete was refused with 503");
   },
 );

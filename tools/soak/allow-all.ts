@@ -1,11 +1,14 @@
-// The deliberately weakened build: an HTTPS admission webhook that allows every review. The soak points its proxy at
-// it to show that the checker catches what it claims (I1 must fire). Only the soak starts it.
+// The deliberately weakened build: an HTTPS admission webhook that allows every review but every third, which it
+// refuses with 503 as a faulty rule's blast radius gone wide would. The soak points its proxy at it to show that the
+// checker catches what it claims: I1 must fire on the allowed deletes and I5 on the refused ones. Only the soak starts
+// it.
 import https from "node:https";
 import { readFileSync } from "node:fs";
 import { listenOnLoopback } from "./proxy.ts";
 
 export class AllowAllWebhook {
   private readonly server: https.Server;
+  private reviews = 0;
 
   constructor(tls: { cert: string; key: string }) {
     this.server = https.createServer({ cert: readFileSync(tls.cert), key: readFileSync(tls.key) }, (req, res) => {
@@ -16,14 +19,21 @@ export class AllowAllWebhook {
         try {
           review = JSON.parse(Buffer.concat(chunks).toString("utf8")) as typeof review;
         } catch {
-          // answer anyway: this server allows everything
+          // answer anyway: this server decides without reading the review
         }
+        const refuse = ++this.reviews % 3 === 0;
         res.setHeader("content-type", "application/json");
         res.end(
           JSON.stringify({
             apiVersion: review.apiVersion ?? "admission.k8s.io/v1",
             kind: "AdmissionReview",
-            response: { uid: review.request?.uid ?? "", allowed: true },
+            response: refuse
+              ? {
+                  uid: review.request?.uid ?? "",
+                  allowed: false,
+                  status: { code: 503, message: "weakened build: refused as if another author's rule were faulty" },
+                }
+              : { uid: review.request?.uid ?? "", allowed: true },
           }),
         );
       });

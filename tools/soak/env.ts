@@ -98,7 +98,7 @@ export class SoakEnv {
     return this.consumers.filter((c) => !this.deletedWorkspaces.has(c.path));
   }
 
-  /** Points the proxy at a webhook that allows everything (the weakened build), or back at the replicas. */
+  /** Points the proxy at the weakened build (allows every review but every third: 503), or back at the replicas. */
   async weaken(on: boolean): Promise<void> {
     if (on) {
       this.allowAll ??= new AllowAllWebhook(this.bins.certs);

@@ -35,7 +35,7 @@ export interface SoakOptions {
   carelessEveryMs: [number, number];
   /** Delete the last consumer workspace part-way through. */
   deleteWorkspace: boolean;
-  /** The weakened build: the webhook address answers "allowed" to everything. */
+  /** The weakened build: the webhook address allows every review but every third, which it refuses with 503. */
   weakened: boolean;
   /** The webhook's lookup mode (recorded in the history; the environment was started with it). */
   lookup: "index" | "live";
@@ -191,7 +191,7 @@ async function startLoad(
   await setupSentinel(wl(rng.fork()), sentinel);
   await setupSentinel(wl(rng.fork()), windowAt);
   if (o.weakened) {
-    o.log("WEAKENED BUILD: the webhook address now answers every review with allowed");
+    o.log("WEAKENED BUILD: the webhook address now allows every review but every third, refused with 503");
     await env.weaken(true);
   }
   const probes = [
