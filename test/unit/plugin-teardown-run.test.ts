@@ -171,6 +171,7 @@ describe("teardown run loop", () => {
     assert.ok(at.get("vpc-slow")! >= 3_000, "vpc-slow waited for vm-slow to go");
     // Each object once, and each VPC once more right before its delete.
     assert.equal(dryRuns, 6);
+    assert.equal(ws.deletes[0], "g/vms/default/vm-slow", "the object a finalizer holds is deleted first");
   });
 
   it("a finalizer that never clears: stops at --timeout naming each object and what holds it", async () => {

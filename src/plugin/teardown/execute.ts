@@ -75,7 +75,10 @@ async function deleteReady(
   r: ExecuteReport,
 ) {
   const present = new Set(objects.map((x) => x.id));
-  const ready = objects.filter((x) => k.ready(x, present));
+  // Objects with finalizers first: their delete starts the wait their finalizers impose, which the other requests
+  // then overlap; and what they block, asked later, often finds them gone and goes with one dry run.
+  const held = (x: PlanObject): number => (x.finalizers.length > 0 ? 0 : 1);
+  const ready = objects.filter((x) => k.ready(x, present)).sort((a, b) => held(a) - held(b));
   const round: Round = { accepted: [] };
   const byKind = indexByKind(objects);
   const one = async (x: PlanObject): Promise<void> => {
