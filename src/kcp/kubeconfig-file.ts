@@ -121,39 +121,39 @@ export function readKubeconfig(opts: {
       ...(cert ? { cert } : {}),
       ...(key ? { key } : {}),
       insecureSkipTLSVerify: cluster?.fields["insecure-skip-tls-verify"] === true,
-      headers: authHeaders(user, files, contextName),
+      ...auth(user, files, contextName),
     },
   };
 }
 
-/** The per-request auth headers of a user entry. */
-function authHeaders(
+/** The per-request auth of a user entry: headers, and for exec plugins a client certificate they may return. */
+function auth(
   user: Entry | undefined,
   files: readonly string[],
   contextName: string,
-): () => Promise<Record<string, string>> {
+): Pick<Credentials, "headers" | "clientCertificate"> {
   const token = str(user, "token");
-  if (token) return () => Promise.resolve({ authorization: `Bearer ${token}` });
+  if (token) return { headers: () => Promise.resolve({ authorization: `Bearer ${token}` }) };
   const tokenFile = str(user, "tokenFile");
   if (tokenFile) {
     const file = path.resolve(user!.dir, tokenFile);
-    return async () => ({ authorization: `Bearer ${(await readFile(file, "utf8")).trim()}` });
+    return { headers: async () => ({ authorization: `Bearer ${(await readFile(file, "utf8")).trim()}` }) };
   }
   if (user?.fields["exec"] !== undefined || user?.fields["auth-provider"] !== undefined)
-    return pluginHeaders(files, contextName);
+    return pluginAuth(files, contextName);
   const username = str(user, "username");
   const password = str(user, "password");
   if (username !== undefined && password !== undefined) {
     const basic = Buffer.from(`${username}:${password}`).toString("base64");
-    return () => Promise.resolve({ authorization: `Basic ${basic}` });
+    return { headers: () => Promise.resolve({ authorization: `Basic ${basic}` }) };
   }
-  return () => Promise.resolve({});
+  return { headers: () => Promise.resolve({}) };
 }
 
 /** Exec and auth-provider credentials, through client-node, loaded on first use and kept (it caches tokens). */
-function pluginHeaders(files: readonly string[], contextName: string): () => Promise<Record<string, string>> {
+function pluginAuth(files: readonly string[], contextName: string): Pick<Credentials, "headers" | "clientCertificate"> {
   let loaded: Promise<{ applyToHTTPSOptions(o: https.RequestOptions): Promise<void> }> | undefined;
-  return async () => {
+  const apply = async (): Promise<https.RequestOptions> => {
     loaded ??= import("@kubernetes/client-node").then(({ KubeConfig }) => {
       const kc = new KubeConfig();
       if (files.length === 1) kc.loadFromFile(files[0]!);
@@ -163,8 +163,21 @@ function pluginHeaders(files: readonly string[], contextName: string): () => Pro
     });
     const opts: https.RequestOptions = { headers: {} };
     await (await loaded).applyToHTTPSOptions(opts);
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(opts.headers ?? {})) if (typeof v === "string") headers[k.toLowerCase()] = v;
-    return headers;
+    return opts;
+  };
+  return {
+    headers: async () => {
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries((await apply()).headers ?? {}))
+        if (typeof v === "string") headers[k.toLowerCase()] = v;
+      return headers;
+    },
+    // An exec plugin may answer with a client certificate instead of a token (ExecCredential clientCertificateData).
+    clientCertificate: async () => {
+      const { cert, key } = await apply();
+      return cert !== undefined && key !== undefined
+        ? { cert: cert as Buffer | string, key: key as Buffer | string }
+        : undefined;
+    },
   };
 }

@@ -1,22 +1,14 @@
-// A small JSON REST client for kcp on node:https: one keep-alive agent per client, credentials from a kubeconfig,
-// and a base URL that may be a workspace (`…/clusters/<x>`), a shard, or an APIExport virtual workspace.
+// A small JSON REST client for kcp: credentials from a kubeconfig, and a base URL that may be a workspace
+// (`…/clusters/<x>`), a shard, or an APIExport virtual workspace. transport.ts holds its connection pools and deadlines.
 // client-node's generated clients assume one fixed server per config; kcp needs many bases with one identity.
-import https from "node:https";
-import http from "node:http";
+import type http from "node:http";
 import { BodyTooLargeError, isApiError, readBody, readLines, toApiError } from "./answers.ts";
 import { DEFAULT_RETRY_POLICY, retrying429, type RetryPolicy } from "./retry.ts";
+import { agentsFor, send, type Agents, type Credentials } from "./transport.ts";
 
 export { ApiError, BodyTooLargeError, isApiError } from "./answers.ts";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
-
-export interface Credentials {
-  ca?: Buffer | string;
-  cert?: Buffer | string;
-  key?: Buffer | string;
-  insecureSkipTLSVerify?: boolean;
-  /** Returns the auth headers for one request; async so exec/token-file credentials can refresh. */
-  headers: () => Promise<Record<string, string>>;
-}
+export type { Credentials } from "./transport.ts";
 
 export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
@@ -67,8 +59,8 @@ export const DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024;
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 export interface ClientOptions {
-  /** Connection pool to share (withBase passes its own); default: a new keep-alive agent for the credentials. */
-  agent?: https.Agent | http.Agent | undefined;
+  /** Connection pools to share (withBase passes its own); default: new keep-alive pools for the credentials. */
+  agents?: Agents | undefined;
   /** How a 429 is retried (DEFAULT_RETRY_POLICY where not given); `{ maxRetries: 0 }` turns it off. */
   retry?: Partial<RetryPolicy> | undefined;
 }
@@ -76,30 +68,19 @@ export interface ClientOptions {
 export class RestClient {
   readonly baseUrl: string;
   private readonly credentials: Credentials;
-  private readonly agent: https.Agent | http.Agent;
+  private readonly agents: Agents;
   private readonly retry: RetryPolicy;
 
   constructor(baseUrl: string, credentials: Credentials, opts: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.credentials = credentials;
     this.retry = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
-    this.agent =
-      opts.agent ??
-      (this.baseUrl.startsWith("http:")
-        ? new http.Agent({ keepAlive: true, maxSockets: 64 })
-        : new https.Agent({
-            keepAlive: true,
-            maxSockets: 64,
-            ...(credentials.ca !== undefined ? { ca: credentials.ca } : {}),
-            ...(credentials.cert !== undefined ? { cert: credentials.cert } : {}),
-            ...(credentials.key !== undefined ? { key: credentials.key } : {}),
-            rejectUnauthorized: credentials.insecureSkipTLSVerify !== true,
-          }));
+    this.agents = opts.agents ?? agentsFor(this.baseUrl, credentials);
   }
 
   /** The same identity and connection pool against another base URL (a workspace, a shard, a virtual workspace). */
   withBase(baseUrl: string): RestClient {
-    return new RestClient(baseUrl, this.credentials, { agent: this.agent, retry: this.retry });
+    return new RestClient(baseUrl, this.credentials, { agents: this.agents, retry: this.retry });
   }
 
   /** `<base>/clusters/<cluster>`; the base must not already name a cluster. */
@@ -108,7 +89,8 @@ export class RestClient {
   }
 
   close(): void {
-    this.agent.destroy();
+    this.agents.requests.destroy();
+    this.agents.watches.destroy();
   }
 
   async get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
@@ -229,21 +211,16 @@ export class RestClient {
       headers["content-type"] = opts.contentType ?? "application/json";
       headers["content-length"] = String(payload.length);
     }
-    const mod = url.startsWith("http:") ? http : https;
     const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    return new Promise((resolve, reject) => {
-      const req = mod.request(url, {
-        method,
-        headers,
-        agent: this.agent,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
-      if (timeoutMs > 0) {
-        req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${url}: no answer within ${timeoutMs} ms`)));
-      }
-      req.on("response", resolve);
-      req.on("error", reject);
-      req.end(payload);
+    const watch = opts.query?.["watch"] === true;
+    return send(this.agents, this.credentials, {
+      method,
+      url,
+      headers,
+      payload,
+      signal: opts.signal,
+      timeoutMs,
+      watch,
     });
   }
 }

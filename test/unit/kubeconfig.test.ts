@@ -159,3 +159,42 @@ describe("readKubeconfig", () => {
     });
   });
 });
+
+describe("readKubeconfig: an exec plugin that answers with a client certificate", () => {
+  it("keeps the certificate and key (ExecCredential clientCertificateData/clientKeyData) for the TLS handshake", async () => {
+    const cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    const key = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+    const credential = {
+      apiVersion: "client.authentication.k8s.io/v1",
+      kind: "ExecCredential",
+      status: { clientCertificateData: cert, clientKeyData: key },
+    };
+    const script = write("cert-cred.sh", `#!/bin/sh\nprintf '%s\\n' '${JSON.stringify(credential)}'\n`);
+    const file = write(
+      "g.yaml",
+      config({
+        current: "c",
+        clusters: [["k", { server: "https://k" }]],
+        users: [
+          [
+            "u",
+            {
+              exec: {
+                apiVersion: "client.authentication.k8s.io/v1",
+                command: "sh",
+                args: [script],
+                interactiveMode: "Never",
+              },
+            },
+          ],
+        ],
+        contexts: [["c", { cluster: "k", user: "u" }]],
+      }),
+    );
+    const credentials = readKubeconfig({ kubeconfig: file }).credentials;
+    const tls = await credentials.clientCertificate?.();
+    assert.equal(String(tls?.cert), cert);
+    assert.equal(String(tls?.key), key);
+    assert.equal((await credentials.headers())["authorization"], undefined);
+  });
+});
