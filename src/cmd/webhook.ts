@@ -5,7 +5,7 @@ import { DEFAULT_EXPORT_NAME } from "../api/types.ts";
 import { createLogger } from "../observability/logger.ts";
 import { startWebhook, type WebhookConfig } from "../webhook/runtime.ts";
 import { DEFAULT_LIMITS, type TransportLimits } from "../webhook/http/limits.ts";
-import { indexBudgetFlags, parseIndexBudget } from "../webhook/deletion/index/budget-flags.ts";
+import { indexBudgetFlags, parseIndexBudget } from "./index-budget-flags.ts";
 import { parse, readFlags, runCommand, usage, UsageError, type Command, type Flag, type RunOptions } from "./kit.ts";
 
 const FLAGS: Flag[] = [

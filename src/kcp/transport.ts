@@ -64,16 +64,33 @@ export async function send(agents: Agents, credentials: Credentials, x: Exchange
       ...(tls ? { cert: tls.cert, key: tls.key } : {}),
       ...(x.signal ? { signal: x.signal } : {}),
     });
+    // A request still queued for a socket emits no error when destroyed until it gets one, so the promise is
+    // settled here as well.
+    const fail = (err: Error) => {
+      req.destroy(err);
+      reject(err);
+    };
     if (x.timeoutMs > 0) {
-      const late = () => req.destroy(new Error(`${x.method} ${x.url}: no answer within ${x.timeoutMs} ms`));
+      const late = () => fail(new Error(`${x.method} ${x.url}: no answer within ${x.timeoutMs} ms`));
       // The deadline runs while the request still waits for a socket, too.
       const deadline = setTimeout(late, x.timeoutMs);
       req.once("response", () => clearTimeout(deadline));
       req.once("close", () => clearTimeout(deadline));
       req.setTimeout(x.timeoutMs, late);
     }
+    const onAbort = () => fail(abortError(x.signal!));
+    if (x.signal?.aborted) onAbort();
+    x.signal?.addEventListener("abort", onAbort, { once: true });
+    req.once("close", () => x.signal?.removeEventListener("abort", onAbort));
     req.on("response", resolve);
     req.on("error", reject);
     req.end(x.payload);
   });
+}
+
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error
+    ? reason
+    : Object.assign(new Error("The operation was aborted"), { name: "AbortError" });
 }

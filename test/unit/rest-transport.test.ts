@@ -59,7 +59,7 @@ describe("RestClient transport", () => {
       const shared = new http.Agent({ keepAlive: true, maxSockets: MAX_REQUEST_SOCKETS });
       const client = new RestClient(base, credentials, { agents: { requests: shared, watches: shared } });
       const stop = new AbortController();
-      await openWatches(client, stop);
+      await openWatches(client, stop, MAX_REQUEST_SOCKETS); // the rest wait for a socket
       await assert.rejects(client.get("/apis/x/v1/things/one", { timeoutMs: 2_000 }), /no answer within 2000 ms/);
       stop.abort();
       client.close();

@@ -1,6 +1,6 @@
 // The index budget's flags (budget.ts says what each bounds), kept here so the binary's flag list gains one line.
-import { UsageError, type Flag } from "../../../cmd/kit.ts";
-import { DEFAULT_INDEX_BUDGET, type IndexBudget } from "./budget.ts";
+import { UsageError, type Flag } from "./kit.ts";
+import { DEFAULT_INDEX_BUDGET, type IndexBudget } from "../webhook/deletion/index/budget.ts";
 
 const FLAGS = {
   maxNamesPerObject: [
