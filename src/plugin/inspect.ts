@@ -1,8 +1,8 @@
 // `kubectl dependencies graph` and `check`: read the rules the user may read, and for one workspace its objects of
 // the types those rules name; then draw or check them with the pure parts (graph.ts, references.ts).
 import type { CheckCommand, GraphCommand } from "./args.ts";
-import { toDot, toJson, toMermaid, typeGraph, type RuleInWorkspace } from "./graph.ts";
-import { findReferences, listingKey, objectGraph, type Reference, type TypeListing } from "./references.ts";
+import { toDot, toJson, toMermaid, typeGraph } from "./graph.ts";
+import { findReferences, objectGraph, type Reference } from "./references.ts";
 import { isRecord } from "../util/json.ts";
 import { listRuleTypes, openSession, readRules, type RuleScan } from "./source.ts";
 import { renderTable } from "./table.ts";

@@ -6,7 +6,7 @@ import { isRecord } from "../../util/json.ts";
 import { realClock, type Clock } from "../../util/clock.ts";
 import { collectionPath, type ApiResource } from "../discovery.ts";
 import type { RuleInWorkspace } from "../graph.ts";
-import { findReferences, listingKey, type TypeListing } from "../references.ts";
+import { findReferences } from "../references.ts";
 import { dryRunDelete, explain, listRuleTypes, openSession, readRules, type Session } from "../source.ts";
 import {
   confirmed,

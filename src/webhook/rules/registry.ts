@@ -13,7 +13,7 @@
 // What the controller wrote on the rule's status also counts: a dependent it rejected, references its author
 // declined to let it check (unless the operator opts such rules in), and whether its dependents index ever worked.
 import { type FieldPath } from "../../fieldpath/fieldpath.ts";
-import { parseRule, referencedPaths, type GroupVersionResource, type ParsedRule } from "../../api/rule.ts";
+import { parseRule, referencedPaths, type ParsedRule } from "../../api/rule.ts";
 import { dependentTypeKey } from "../../api/index-report.ts";
 import type { Enforcement } from "../../api/schema.ts";
 import { ruleKeyString, type GroupResource, type LogicalClusterName, type WorkspacePath } from "../../api/types.ts";
