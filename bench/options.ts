@@ -21,7 +21,7 @@ export const FULL = {
   "teardown-timeout": "600",
   "ftd-pairs": "2000",
   "ftd-finalizer-ms": "5000",
-  "ftd-concurrency": "8",
+  "ftd-concurrency": "32",
   "ftd-scopes": "namespace,workspace",
   trials: "20",
   rules: "100",

@@ -11,7 +11,7 @@
 //   --teardown=100,500,2000 VPC/VM pairs per namespace        --teardown-timeout=600 seconds per teardown
 //   --ftd-pairs=2000        pairs whose VMs hold a finalizer, taken down by kcp (webhook off, on) and by the teardown
 //   --ftd-finalizer-ms=5000 the simulated backend clears it this long after the delete (0 pairs = skip)
-//   --ftd-concurrency=8     the teardown command's --concurrency in those rows
+//   --ftd-concurrency=32    the teardown command's --concurrency in those rows
 //   --ftd-scopes=namespace,workspace   which of those rows: one namespace, a whole consumer workspace, or both
 //   --delay-samples=50      index-delay samples per mode on a quiet kcp
 //   --delay-load=2000       pairs torn down while index-delay samples are taken (index mode; 0 = skip)
