@@ -79,7 +79,7 @@ export const PROGRAM: Program = {
 };
 
 /** The kit's problems in the words kubectl users know (`unknown flag --all`, `-n needs a value`). */
-function phrase(p: ArgProblem | undefined, command: string | undefined): string | undefined {
+export function phrase(p: ArgProblem | undefined, command: string | undefined): string | undefined {
   switch (p?.kind) {
     case "unknown-flag":
       return `unknown flag ${p.flag}`;

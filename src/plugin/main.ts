@@ -3,16 +3,13 @@
 import { parseArgs } from "./args.ts";
 import { HELP } from "./help.ts";
 import { runCheck, runGraph } from "./inspect.ts";
-import { PluginError } from "./source.ts";
+import { failed, type Output } from "./output.ts";
 import { parseTeardownArgs } from "./teardown/args.ts";
 import { teardownCli } from "./teardown/cli.ts";
 import { runVerify } from "./verify/run.ts";
 import { runWhy } from "./why.ts";
 
-export interface Output {
-  out(text: string): void;
-  err(text: string): void;
-}
+export type { Output } from "./output.ts";
 
 export async function run(argv: readonly string[], io: Output, env: NodeJS.ProcessEnv = {}): Promise<number> {
   const teardown = parseTeardownArgs(argv);
@@ -51,9 +48,6 @@ export async function run(argv: readonly string[], io: Output, env: NodeJS.Proce
       }
     }
   } catch (err) {
-    const message = err instanceof PluginError ? err.message : `unexpected: ${(err as Error)?.message ?? String(err)}`;
-    io.err(`error: ${message}\n`);
-    if (env["DEBUG"] && err instanceof Error && err.stack) io.err(`${err.stack}\n`);
-    return 2;
+    return failed(err, io, env);
   }
 }

@@ -1,7 +1,7 @@
 // `kubectl dependencies teardown`'s command line, read by the command kit with the plugin's other commands beside it
 // (so a flag of another command is named as such). Pure: argv in; undefined when the command line is not teardown's.
-import { parse, readCommandLine, UsageError, type ArgProblem, type Flag, type Program } from "../../cmd/kit.ts";
-import { PROGRAM, type Connection } from "../args.ts";
+import { parse, readCommandLine, UsageError, type Flag, type Program } from "../../cmd/kit.ts";
+import { phrase, PROGRAM, type Connection } from "../args.ts";
 
 export type PlanFormat = "table" | "json";
 
@@ -35,21 +35,6 @@ export const WITH_TEARDOWN: Program = {
   ...PROGRAM,
   commands: [...PROGRAM.commands, { name: "teardown", flags: TEARDOWN_FLAGS }],
 };
-
-function phrase(p: ArgProblem | undefined, fallback: string): string {
-  switch (p?.kind) {
-    case "unknown-flag":
-      return `unknown flag ${p.flag}`;
-    case "missing-value":
-      return `${p.flag} needs a value`;
-    case "unexpected-value":
-      return `${p.flag} takes no value`;
-    case "flag-not-taken":
-      return `teardown does not take --${p.flag}`;
-    default:
-      return fallback;
-  }
-}
 
 export function parseTeardownArgs(argv: readonly string[]): TeardownArgs | undefined {
   try {
@@ -89,6 +74,6 @@ export function parseTeardownArgs(argv: readonly string[]): TeardownArgs | undef
     if (!(err instanceof UsageError)) throw err;
     if (err.command !== undefined && err.command !== "teardown") return undefined;
     if (err.command === undefined && !argv.includes("teardown")) return undefined;
-    return { ok: false, error: phrase(err.problem, err.message), topic: "teardown" };
+    return { ok: false, error: phrase(err.problem, "teardown") ?? err.message, topic: "teardown" };
   }
 }

@@ -2,14 +2,9 @@
 // progress on stderr, the plan or the report on stdout, any failure one line on stderr with exit code 2.
 import type { Clock } from "../../util/clock.ts";
 import { HELP } from "../help.ts";
-import { PluginError } from "../source.ts";
+import { failed, type Output } from "../output.ts";
 import type { TeardownArgs } from "./args.ts";
 import { runTeardown } from "./command.ts";
-
-interface Output {
-  out(text: string): void;
-  err(text: string): void;
-}
 
 export async function teardownCli(
   parsed: TeardownArgs,
@@ -31,9 +26,6 @@ export async function teardownCli(
     io.out(r.text);
     return r.exitCode;
   } catch (err) {
-    const message = err instanceof PluginError ? err.message : `unexpected: ${(err as Error)?.message ?? String(err)}`;
-    io.err(`error: ${message}\n`);
-    if (env["DEBUG"] && err instanceof Error && err.stack) io.err(`${err.stack}\n`);
-    return 2;
+    return failed(err, io, env);
   }
 }
