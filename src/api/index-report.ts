@@ -10,9 +10,17 @@ export const INDEX_REPORT_NAME = "dependency-webhook-index";
 export const INDEX_REPORT_KEY = "types.json";
 export const INDEX_REPORT_PATH = `/api/v1/namespaces/${INDEX_REPORT_NAMESPACE}/configmaps/${INDEX_REPORT_NAME}`;
 
-/** One dependent type as the index sees it; `Forbidden` means the provider's consent is missing or revoked. */
-export type IndexedTypeState =
-  { state: "ready" } | { state: "syncing" } | { state: "failing"; reason: "Forbidden" | "Error" };
+/** What decided a dependent type's deletes at its last lookup in `--lookup=auto`: the index, a live list, or nothing. */
+export type LookupSource = "index" | "live" | "none";
+
+/**
+ * One dependent type as the index sees it; `Forbidden` means the provider's consent is missing or revoked. `lookup`
+ * is what protected it at its last lookup (auto mode only): absent in live or index mode, before the type's first
+ * lookup since the webhook started, and in reports of webhooks older than the field (read as before it).
+ */
+export type IndexedTypeState = (
+  { state: "ready" } | { state: "syncing" } | { state: "failing"; reason: "Forbidden" | "Error" }
+) & { lookup?: LookupSource };
 
 /** Dependent type key (dependentTypeKey) → its state. */
 export type IndexReport = Record<string, IndexedTypeState>;
@@ -43,11 +51,19 @@ export function parseIndexReport(configMap: unknown): IndexReport | undefined {
   const report: IndexReport = {};
   for (const [key, value] of Object.entries(entries)) {
     const v = asRecord(value);
-    if (v?.["state"] === "ready" || v?.["state"] === "syncing") report[key] = { state: v["state"] };
+    let state: IndexedTypeState | undefined;
+    if (v?.["state"] === "ready" || v?.["state"] === "syncing") state = { state: v["state"] };
     else if (v?.["state"] === "failing")
-      report[key] = { state: "failing", reason: v["reason"] === "Forbidden" ? "Forbidden" : "Error" };
+      state = { state: "failing", reason: v["reason"] === "Forbidden" ? "Forbidden" : "Error" };
+    const lookup = v?.["lookup"];
+    // Unknown or absent (a webhook older than the field): the type reads as it did before the field.
+    if (state) report[key] = isLookupSource(lookup) ? { ...state, lookup } : state;
   }
   return report;
+}
+
+function isLookupSource(v: unknown): v is LookupSource {
+  return v === "index" || v === "live" || v === "none";
 }
 
 /** The ConfigMap carrying `report`. */

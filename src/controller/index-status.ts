@@ -9,14 +9,17 @@ export type Verdict = Omit<Condition, "type" | "lastTransitionTime" | "observedG
 /** How long an author's revoked index consent keeps failing closed before the rule counts as not enforced. */
 export const REVOCATION_GRACE_MS = 30 * 60_000;
 
+/** Live lookups protect where the index cannot (auto mode); not in PROTECTED: that set is where the index worked. */
+const LIVE_LOOKUP = "LiveLookup";
 const PROTECTED = new Set(["Indexed", "IndexRevoked", "IndexLost", "IndexResyncing"]);
 const NOT_ENFORCED_SINCE = "this rule refuses no DELETE until then";
 
 /**
  * From the webhook's index report (src/api/index-report.ts): can the webhook read this rule's dependents? The webhook
- * reads the reason back (src/webhook/rules/rule-status.ts): Indexed, IndexRevoked, IndexLost and IndexResyncing mean
- * "it protected: fail closed where its dependents were"; IndexForbidden, IndexFailing and IndexRevocationExpired mean
- * "not enforced". `previous` is this condition as last written, so a revocation's start survives restarts.
+ * reads the reason back (src/webhook/rules/rule-status.ts): Indexed, LiveLookup, IndexRevoked, IndexLost and
+ * IndexResyncing mean "it protected: fail closed where its dependents were"; IndexForbidden, IndexFailing and
+ * IndexRevocationExpired mean "not enforced". `previous` is this condition as last written, so a revocation's start
+ * survives restarts.
  */
 export function dependentsIndexed(
   rule: ParsedRule,
@@ -29,6 +32,12 @@ export function dependentsIndexed(
   const fix = `apply deploy/rbac/provider-index.yaml in this workspace (DEPENDENT_EXPORT=${d?.apiExportName ?? "<export>"})`;
   const protecting = previous !== undefined && PROTECTED.has(previous.reason);
   if (index.state === "ready") return { status: "True", reason: "Indexed", message: `the webhook indexes ${what}` };
+  if (liveLookup(index, previous))
+    return {
+      status: "True",
+      reason: LIVE_LOOKUP,
+      message: `protected by live lookups of ${what} (the per-shard read grant); to use the index instead, ${fix}`,
+    };
   if (index.state === "syncing" || index.state === "missing") {
     if (protecting)
       return { status: "Unknown", reason: "IndexResyncing", message: `the webhook is listing ${what} again` };
@@ -50,6 +59,17 @@ export function dependentsIndexed(
         };
   }
   return forbidden(what, fix, previous, clock);
+}
+
+/**
+ * Auto mode: the index cannot answer but live lists (the webhook's per-shard read grant) did at the type's last
+ * lookup, so the rule protects. A report that names no lookup (none of the type since the webhook restarted, or a
+ * webhook older than the field) keeps this verdict rather than flapping to "not enforced": the next lookup says
+ * whether live lists still answer, and until then a replica that cannot read fails closed, the safe side.
+ */
+function liveLookup(index: IndexedTypeState | { state: "missing" }, previous: Condition | undefined): boolean {
+  const lookup = index.state === "missing" ? undefined : index.lookup;
+  return lookup === "live" || (lookup === undefined && previous?.reason === LIVE_LOOKUP);
 }
 
 /** Consent missing: never given (not enforced), or revoked (fails closed for the grace, then not enforced). */

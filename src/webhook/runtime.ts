@@ -73,7 +73,9 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     const metrics = createWebhookMetrics(metricsRegistry);
     const resolver = new WorkspaceResolver({ base: conn.base });
     const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;
-    const index = flags.lookup === "live" ? undefined : startIndex(conn, lookupBase, logger, steps, flags.indexBudget);
+    const indexed =
+      flags.lookup === "live" ? undefined : startIndex(conn, lookupBase, logger, steps, flags.indexBudget);
+    const index = indexed?.index;
     if (!index) await withdrawIndexReport(conn.workspaceClient, logger);
     if (index) registerIndexMetrics(metricsRegistry, index);
     const { rules, source } = ruleSource(conn, flags, resolver, logger, metrics, index);
@@ -82,7 +84,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
 
     const handler = createAdmissionHandler({
       registry: () => source.current(),
-      finder: finderFor(flags.lookup ?? "auto", index, lookupBase, logger, metricsRegistry),
+      finder: finderFor(flags.lookup ?? "auto", index, lookupBase, logger, metricsRegistry, indexed?.reporter),
       logger: logger.child({ part: "admission" }),
       metrics,
     });
@@ -186,7 +188,7 @@ function startIndex(
   logger: Logger,
   steps: (() => unknown)[],
   budget?: Partial<IndexBudget>,
-): DependentsIndex {
+): { index: DependentsIndex; reporter: IndexReporter } {
   const reporter = new IndexReporter({
     client: conn.workspaceClient,
     health: () => index.health(),
@@ -203,7 +205,7 @@ function startIndex(
     () => reporter.stop(),
     () => index.stop(),
   );
-  return index;
+  return { index, reporter };
 }
 
 async function endpointsOf(conn: ReturnType<typeof loadKcpConnection>, exportName: string): Promise<string[]> {

@@ -4,7 +4,8 @@
 // provider applied our index consent (deploy/rbac/provider-index.yaml), and the webhook holds the original's
 // per-shard read grant (its system-admin-rbac-bootstrap.yaml: ClusterRole dependency-controller-webhook, "*"/"*" get
 // and list, in system:admin). The webhook runs with its default lookup (auto). It must protect from the first DELETE:
-// a VPC a VM references is refused 409 naming the VM, a VPC nothing references is deleted.
+// a VPC a VM references is refused 409 naming the VM, a VPC nothing references is deleted, and the rule's status
+// says live lookups protect it.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -13,6 +14,7 @@ import { dependentTypeKey } from "../../src/api/index-report.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";
 import { apply, createWorkspace, parseYaml, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
 import { REPO_ROOT, startKcp, type Kcp } from "../../tools/kcp/harness.ts";
+import { RULES } from "../../tools/kcp/objects.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { Binaries, EXPORT_NAME, PATHS, RBAC_VARS, scrapeSeries, TOKENS } from "../../tools/kcp/topology.ts";
 import {
@@ -27,6 +29,8 @@ import {
   waitForProtection,
   waitForVwc,
 } from "./helpers.ts";
+
+type Cond = { type: string; status: string; reason: string; message: string };
 
 const file = (rel: string): string => readFileSync(path.join(REPO_ROOT, rel), "utf8");
 
@@ -183,5 +187,17 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
     // What checked it: live lookups, because the provider never consented to the index.
     const series = `dependency_webhook_lookup_source{type="${vmType}",source="live"}`;
     assert.equal(await scrapeSeries(bins!.webhook!, series), 1, series);
+
+    // And the rule's status says so: the webhook reports the lookup, the controller turns it into the condition.
+    const c = await waitFor(
+      "rule vm-dependencies: DependentsIndexed=True, LiveLookup",
+      async () => {
+        const r = await env.ws(PATHS.compute).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
+        const cond = r.status?.conditions?.find((x) => x.type === "DependentsIndexed");
+        return cond?.status === "True" && cond.reason === "LiveLookup" ? cond : undefined;
+      },
+      { timeoutMs: 180_000, intervalMs: 1_000 },
+    );
+    assert.match(c.message, /^protected by live lookups .*\(the per-shard read grant\).*provider-index\.yaml/);
   });
 });

@@ -13,16 +13,16 @@
 //      allowed, else the index's own answer: the live list only ever replaces an answer the index could not give.
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
-import { dependentTypeKey, type IndexedTypeState } from "../../api/index-report.ts";
+import { dependentTypeKey, type IndexedTypeState, type LookupSource } from "../../api/index-report.ts";
 import { isApiError, type RestClient } from "../../kcp/rest.ts";
 import type { Lookup } from "../admission.ts";
 import type { DependentsIndex } from "./index/index.ts";
-import { reportOf } from "./index/report.ts";
+import { reportOf, type IndexReporter } from "./index/report.ts";
 import { LiveDependentFinder } from "./live.ts";
 import { unavailable, type DependentFinder, type FinderAnswer, type Unavailable } from "./finder.ts";
 
 /** What protected a dependent type at its last lookup: the index, a live list, or nothing (no read access). */
-export type LookupSource = "index" | "live" | "none";
+export type { LookupSource };
 
 export const LOOKUP_SOURCES: readonly LookupSource[] = ["index", "live", "none"];
 
@@ -32,6 +32,8 @@ export interface HybridFinderOptions {
   /** The index's state of a dependent type (by dependentTypeKey); undefined while it is not watched. */
   indexState: (key: string) => IndexedTypeState | undefined;
   logger: Logger;
+  /** A type's source changed: the index report carries it to the rule's status. */
+  onSourceChange?: () => void;
 }
 
 export class HybridDependentFinder implements DependentFinder {
@@ -76,6 +78,7 @@ export class HybridDependentFinder implements DependentFinder {
       }[source];
       const log = source === "none" ? this.opts.logger.warn : this.opts.logger.info;
       log.call(this.opts.logger, { type: key, source, before }, `deletes of this dependent type are checked by ${how}`);
+      this.opts.onSourceChange?.();
     }
     return answer;
   }
@@ -114,13 +117,17 @@ export function registerLookupSourceMetric(registry: Registry, finder: HybridDep
 /** `--lookup`: index (provider consent), live (per-shard grant), or auto (whichever the installation gave). */
 export type LookupMode = "index" | "live" | "auto";
 
-/** The finder of a lookup mode; `index` is undefined in live mode (no index runs), `base` is where live lists. */
+/**
+ * The finder of a lookup mode; `index` is undefined in live mode (no index runs), `base` is where live lists. In auto
+ * mode, `reporter` (the index's) reports what protects each type too, so a rule's status says when live lists do.
+ */
 export function finderFor(
   mode: LookupMode,
   index: DependentsIndex | undefined,
   base: RestClient,
   logger: Logger,
   registry: Registry,
+  reporter?: Pick<IndexReporter, "changed" | "reportLookups">,
 ): DependentFinder {
   const live = new LiveDependentFinder({ base });
   if (!index) return live;
@@ -130,7 +137,9 @@ export function finderFor(
     live,
     indexState: (key) => reportOf(index.health())[key],
     logger: logger.child({ part: "lookup" }),
+    ...(reporter ? { onSourceChange: () => reporter.changed() } : {}),
   });
+  reporter?.reportLookups(() => hybrid.lastSources());
   registerLookupSourceMetric(registry, hybrid);
   return hybrid;
 }

@@ -42,14 +42,24 @@ export const CHECKS_DECLINED_REASON = "ChecksDeclined";
 
 /**
  * What the rule's DependentsIndexed condition says, as the webhook needs it when its index cannot answer:
- * `protected` (the index worked for this rule, possibly on another replica: fail closed where dependents may be),
+ * `protected` (the index, or live lists, worked for this rule, possibly on another replica: fail closed where
+ * dependents may be),
  * `not-enforced` (it never worked, or the author's revocation outlived its grace: decide as if the rule were absent),
  * `unknown` (no verdict yet: only this replica's own index can tell).
  */
 export type IndexTrust = "protected" | "not-enforced" | "unknown";
 
-/** DependentsIndexed reasons (src/controller/status.ts) by what they mean for enforcement. */
-export const INDEX_PROTECTED_REASONS: readonly string[] = ["Indexed", "IndexRevoked", "IndexLost", "IndexResyncing"];
+/**
+ * DependentsIndexed reasons (src/controller/index-status.ts) by what they mean for enforcement. LiveLookup: auto
+ * mode, the index cannot be read but live lists (the per-shard read grant) protect the rule's dependents.
+ */
+export const INDEX_PROTECTED_REASONS: readonly string[] = [
+  "Indexed",
+  "LiveLookup",
+  "IndexRevoked",
+  "IndexLost",
+  "IndexResyncing",
+];
 export const INDEX_NOT_ENFORCED_REASONS: readonly string[] = [
   "IndexForbidden",
   "IndexFailing",

@@ -8,6 +8,7 @@
 // replica reports. The merge is a function of the entries alone, so whichever replica writes last writes the same
 // thing: the condition cannot flap between replicas' views. The worst state is the one to show, because that
 // replica answers its deletes accordingly. A replica that is gone stops its heartbeat and drops out of the merge.
+// What protected a type at its last lookup (auto mode) merges the other way (why: above mergeReports).
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import {
@@ -17,21 +18,29 @@ import {
   parseIndexReport,
   type IndexReport,
   type IndexedTypeState,
+  type LookupSource,
 } from "../../../api/index-report.ts";
 import { isApiError } from "../../../kcp/rest.ts";
 import { realClock, type Clock } from "../../../util/clock.ts";
 import { WorkLoop } from "../../../util/workloop.ts";
 import type { TypeHealth } from "./watches.ts";
 
-/** The report of the index's types; a 403 anywhere means the provider's consent is missing (the hint to give). */
-export function reportOf(health: readonly TypeHealth[]): IndexReport {
+/**
+ * The report of the index's types; a 403 anywhere means the provider's consent is missing (the hint to give).
+ * `lookups` (auto mode: the hybrid finder's last source per type) says what protected each type at its last lookup.
+ */
+export function reportOf(
+  health: readonly TypeHealth[],
+  lookups: ReadonlyMap<string, LookupSource> = new Map(),
+): IndexReport {
   const report: IndexReport = {};
   for (const t of health) {
     const state: IndexedTypeState =
       t.state === "failing"
         ? { state: "failing", reason: t.errors.some((e) => /\b403\b/.test(e)) ? "Forbidden" : "Error" }
         : { state: t.state };
-    report[t.type] = state;
+    const lookup = lookups.get(t.type);
+    report[t.type] = lookup ? { ...state, lookup } : state;
   }
   return report;
 }
@@ -45,15 +54,33 @@ const ENTRY = /^replica\.([-._a-zA-Z0-9]+)\.json$/;
 const RANK = (s: IndexedTypeState): number =>
   s.state === "ready" ? 0 : s.state === "syncing" ? 1 : s.reason === "Error" ? 2 : 3;
 
-/** Per type, the worst state any report gives (failing: Forbidden over Error, then syncing, then ready). */
+// The lookup merges the other way: the most protecting any fresh replica reports, live first. It only matters where
+// the merged index state is not ready, and there it feeds the one verdict every replica's registry reads back: live
+// on any replica makes the rule "protected", so a replica whose own reads fail refuses (503) the DELETEs the rule
+// gates rather than waving them through. That is the safe side for a deletion protection, and it is short-lived:
+// the replicas share one identity, so one that still says live loses the grant too, and says none, at its next lookup.
+const LOOKUP_RANK: Record<LookupSource, number> = { none: 1, index: 2, live: 3 };
+const lookupRank = (s: IndexedTypeState): number => (s.lookup ? LOOKUP_RANK[s.lookup] : 0);
+
+/**
+ * Per type, the worst state any report gives (failing: Forbidden over Error, then syncing, then ready), with the
+ * most protecting lookup any report gives (live, then index, then none; absent when none reports one).
+ */
 export function mergeReports(reports: readonly IndexReport[]): IndexReport {
   const out: IndexReport = {};
   for (const r of reports)
     for (const [type, state] of Object.entries(r)) {
       const have = out[type];
-      if (!have || RANK(state) > RANK(have)) out[type] = state;
+      const worst = !have || RANK(state) > RANK(have) ? state : have;
+      const best = have && lookupRank(have) > lookupRank(state) ? have.lookup : state.lookup;
+      out[type] = withLookup(worst, best);
     }
   return out;
+}
+
+function withLookup(s: IndexedTypeState, lookup: LookupSource | undefined): IndexedTypeState {
+  const state: IndexedTypeState = s.state === "failing" ? { state: "failing", reason: s.reason } : { state: s.state };
+  return lookup ? { ...state, lookup } : state;
 }
 
 /** The report as the ConfigMap stores it: keys sorted, so equal reports are equal strings. */
@@ -93,14 +120,18 @@ export interface IndexReporterOptions {
   clock?: Clock;
   /** This replica's name in the report (default the host name: the pod's name). */
   replica?: string;
+  /** What protected each type at its last lookup (auto mode); set later with reportLookups when the finder exists. */
+  lookups?: () => ReadonlyMap<string, LookupSource>;
 }
 
 export class IndexReporter {
   private readonly opts: IndexReporterOptions;
   private readonly loop: WorkLoop;
+  private lookups: () => ReadonlyMap<string, LookupSource>;
 
   constructor(opts: IndexReporterOptions) {
     this.opts = opts;
+    this.lookups = opts.lookups ?? (() => new Map());
     this.loop = new WorkLoop({
       pass: () => this.publish(),
       logger: opts.logger,
@@ -119,9 +150,15 @@ export class IndexReporter {
     return this.loop.stop();
   }
 
-  /** Something in the index changed. */
+  /** Something in the index changed, or what protects a type at its lookups. */
   changed(): void {
     this.loop.enqueue();
+  }
+
+  /** Reports what protected each type at its last lookup too (auto mode: the hybrid finder's last sources). */
+  reportLookups(lookups: () => ReadonlyMap<string, LookupSource>): void {
+    this.lookups = lookups;
+    this.changed();
   }
 
   /** The data to store: this replica's entry (rewritten when changed or due), the fresh entries, their merge. */
@@ -129,7 +166,7 @@ export class IndexReporter {
     const now = (this.opts.clock ?? realClock).now();
     const me = (this.opts.replica ?? hostname()).replace(/[^-._a-zA-Z0-9]/g, "_");
     const entries = entriesOf(have);
-    const mine = reportOf(this.opts.health());
+    const mine = reportOf(this.opts.health(), this.lookups());
     const before = entries.get(me);
     if (!before || canonical(before.types) !== canonical(mine) || now - before.at >= HEARTBEAT_MS)
       entries.set(me, { at: now, types: mine });
