@@ -16,7 +16,7 @@ import { parseAllDocuments } from "yaml";
 import { apply } from "../../tools/kcp/api.ts";
 import { makeCerts } from "../../tools/kcp/certs.ts";
 import { REPO_ROOT, startKcp, type Kcp } from "../../tools/kcp/harness.ts";
-import { ManagedProcess, freePort } from "../../tools/kcp/process.ts";
+import { ManagedProcess, freePort, waitFor } from "../../tools/kcp/process.ts";
 import {
   IDENTITIES,
   PATHS,
@@ -286,14 +286,16 @@ async function startComponent(component: "webhook" | "controller", entrypointFro
 
 /** Waits for /readyz; fails at once when the container's process has exited (a wrong command does not wait 120 s). */
 async function waitPodReady(name: string, pod: BinaryProcess, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (!pod.proc.running) throw new Error(`${name} exited with code ${pod.proc.exitCode}:\n${pod.proc.logTail(20)}`);
-    const res = await fetch(`${pod.healthUrl}/readyz`).catch(() => undefined);
-    if (res?.status === 200) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${name} /readyz`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const outcome = await waitFor(
+    `${name} /readyz`,
+    async () => {
+      if (!pod.proc.running) return "exited";
+      const res = await fetch(`${pod.healthUrl}/readyz`).catch(() => undefined);
+      return res?.status === 200 ? "ready" : undefined;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
+  if (outcome === "exited") throw new Error(`${name} exited with code ${pod.proc.exitCode}:\n${pod.proc.logTail(20)}`);
 }
 
 before(async () => {

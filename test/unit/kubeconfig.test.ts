@@ -27,6 +27,30 @@ const config = (o: {
   contexts: (o.contexts ?? []).map(([name, context]) => ({ name, context })),
 });
 
+/** A kubeconfig whose one user runs `sh script` as its exec credential plugin. */
+const execKubeconfig = (name: string, script: string): string =>
+  write(
+    name,
+    config({
+      current: "c",
+      clusters: [["k", { server: "https://k" }]],
+      users: [
+        [
+          "u",
+          {
+            exec: {
+              apiVersion: "client.authentication.k8s.io/v1",
+              command: "sh",
+              args: [script],
+              interactiveMode: "Never",
+            },
+          },
+        ],
+      ],
+      contexts: [["c", { cluster: "k", user: "u" }]],
+    }),
+  );
+
 describe("readKubeconfig", () => {
   it("takes the current context's server, namespace, token and inline CA", async () => {
     const file = write(
@@ -133,27 +157,7 @@ describe("readKubeconfig", () => {
       "cred.sh",
       '#!/bin/sh\necho \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-exec"}}\'\n',
     );
-    const file = write(
-      "f.yaml",
-      config({
-        current: "c",
-        clusters: [["k", { server: "https://k" }]],
-        users: [
-          [
-            "u",
-            {
-              exec: {
-                apiVersion: "client.authentication.k8s.io/v1",
-                command: "sh",
-                args: [script],
-                interactiveMode: "Never",
-              },
-            },
-          ],
-        ],
-        contexts: [["c", { cluster: "k", user: "u" }]],
-      }),
-    );
+    const file = execKubeconfig("f.yaml", script);
     assert.deepEqual(await readKubeconfig({ kubeconfig: file }).credentials.headers(), {
       authorization: "Bearer from-exec",
     });
@@ -170,27 +174,7 @@ describe("readKubeconfig: an exec plugin that answers with a client certificate"
       status: { clientCertificateData: cert, clientKeyData: key },
     };
     const script = write("cert-cred.sh", `#!/bin/sh\nprintf '%s\\n' '${JSON.stringify(credential)}'\n`);
-    const file = write(
-      "g.yaml",
-      config({
-        current: "c",
-        clusters: [["k", { server: "https://k" }]],
-        users: [
-          [
-            "u",
-            {
-              exec: {
-                apiVersion: "client.authentication.k8s.io/v1",
-                command: "sh",
-                args: [script],
-                interactiveMode: "Never",
-              },
-            },
-          ],
-        ],
-        contexts: [["c", { cluster: "k", user: "u" }]],
-      }),
-    );
+    const file = execKubeconfig("g.yaml", script);
     const credentials = readKubeconfig({ kubeconfig: file }).credentials;
     const tls = await credentials.clientCertificate?.();
     assert.equal(String(tls?.cert), cert);
