@@ -10,13 +10,14 @@ export const INDEX_REPORT_NAME = "dependency-webhook-index";
 export const INDEX_REPORT_KEY = "types.json";
 export const INDEX_REPORT_PATH = `/api/v1/namespaces/${INDEX_REPORT_NAMESPACE}/configmaps/${INDEX_REPORT_NAME}`;
 
-/** What decided a dependent type's deletes at its last lookup in `--lookup=auto`: the index, a live list, or nothing. */
+/** What decides a dependent type's deletes in `--lookup=auto` (its last lookup or probe): the index, a live list, or nothing. */
 export type LookupSource = "index" | "live" | "none";
 
 /**
  * One dependent type as the index sees it; `Forbidden` means the provider's consent is missing or revoked. `lookup`
- * is what protected it at its last lookup (auto mode only): absent in live or index mode, before the type's first
- * lookup since the webhook started, and in reports of webhooks older than the field (read as before it).
+ * is what protects it (auto mode only), by its last lookup or, where its index is forbidden, by the webhook's probe of
+ * its live read access (no DELETE needed): absent in live or index mode, while a ready type has had no lookup since
+ * the webhook started, when the probe failed, and in reports of webhooks older than the field (read as before it).
  */
 export type IndexedTypeState = (
   { state: "ready" } | { state: "syncing" } | { state: "failing"; reason: "Forbidden" | "Error" }
@@ -34,6 +35,19 @@ export function dependentTypeKey(d: {
   resource: string;
 }): string {
   return `${d.exportCluster}/${d.apiExportName}/${d.group}/${d.version}/${d.resource}`;
+}
+
+/** The dependent type a dependentTypeKey names; undefined when `key` is not one (five non-empty parts but the group). */
+export function parseDependentTypeKey(
+  key: string,
+):
+  | { exportCluster: LogicalClusterName; apiExportName: string; group: string; version: string; resource: string }
+  | undefined {
+  const parts = key.split("/");
+  if (parts.length !== 5) return undefined;
+  const [exportCluster, apiExportName, group, version, resource] = parts as [string, string, string, string, string];
+  if (!exportCluster || !apiExportName || !version || !resource) return undefined;
+  return { exportCluster: exportCluster as LogicalClusterName, apiExportName, group, version, resource };
 }
 
 /** The report in a ConfigMap as read from kcp; undefined when absent or not ours to trust. */

@@ -58,14 +58,18 @@ export function dependentsIndexed(
           message: `not enforced: the webhook has never read ${what} (see its log); ${NOT_ENFORCED_SINCE}`,
         };
   }
-  return forbidden(what, fix, previous, clock);
+  // The webhook's probe (or a lookup) found no live read access either: say so, that grant is the other way in.
+  const neither =
+    index.lookup === "none" ? " (nor does it hold the per-shard read grant, deploy/rbac/system-admin.yaml)" : "";
+  return forbidden(what, fix + neither, previous, clock);
 }
 
 /**
- * Auto mode: the index cannot answer but live lists (the webhook's per-shard read grant) did at the type's last
- * lookup, so the rule protects. A report that names no lookup (none of the type since the webhook restarted, or a
- * webhook older than the field) keeps this verdict rather than flapping to "not enforced": the next lookup says
- * whether live lists still answer, and until then a replica that cannot read fails closed, the safe side.
+ * Auto mode: the index cannot answer but live lists (the webhook's per-shard read grant) may read the type, as the
+ * webhook's probe of a forbidden type found (before any DELETE, then every few minutes) or its last lookup did, so the
+ * rule protects. A report that names no lookup (a probe that failed, or a webhook older than the field) keeps this
+ * verdict rather than flapping to "not enforced": the next probe or lookup says whether live lists still may read,
+ * and until then a replica that cannot read fails closed, the safe side.
  */
 function liveLookup(index: IndexedTypeState | { state: "missing" }, previous: Condition | undefined): boolean {
   const lookup = index.state === "missing" ? undefined : index.lookup;

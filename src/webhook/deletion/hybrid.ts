@@ -11,17 +11,28 @@
 //      protects); any other live failure is thrown, as in live mode (fail closed, 500);
 //   3. the index cannot answer for another reason (starting, syncing, a shard failing) → a live list if it is
 //      allowed, else the index's own answer: the live list only ever replaces an answer the index could not give.
+// What answered is the type's source (index, live, none), reported to the rule's status. A type whose index is
+// forbidden also has its source probed without a DELETE (probe.ts), so the status tells before the first one.
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
-import { dependentTypeKey, type IndexedTypeState, type LookupSource } from "../../api/index-report.ts";
+import {
+  dependentTypeKey,
+  parseDependentTypeKey,
+  type IndexReport,
+  type IndexedTypeState,
+  type LookupSource,
+} from "../../api/index-report.ts";
+import type { LogicalClusterName } from "../../api/types.ts";
 import { isApiError, type RestClient } from "../../kcp/rest.ts";
+import { realClock, type Clock } from "../../util/clock.ts";
 import type { Lookup } from "../admission.ts";
 import type { DependentsIndex } from "./index/index.ts";
 import { reportOf, type IndexReporter } from "./index/report.ts";
-import { LiveDependentFinder } from "./live.ts";
+import { dependentListPath, LiveDependentFinder } from "./live.ts";
+import { LookupProber, probeLiveRead, type ProbeTarget } from "./probe.ts";
 import { unavailable, type DependentFinder, type FinderAnswer, type Unavailable } from "./finder.ts";
 
-/** What protected a dependent type at its last lookup: the index, a live list, or nothing (no read access). */
+/** What protects a dependent type, by its last lookup or probe: the index, a live list, or nothing (no read access). */
 export type { LookupSource };
 
 export const LOOKUP_SOURCES: readonly LookupSource[] = ["index", "live", "none"];
@@ -34,11 +45,19 @@ export interface HybridFinderOptions {
   logger: Logger;
   /** A type's source changed: the index report carries it to the rule's status. */
   onSourceChange?: () => void;
+  clock?: Clock;
+}
+
+/** When a type's source was last learned, and the consumer workspace of its last lookup (where a probe lists). */
+interface Learned {
+  at: number;
+  consumer?: LogicalClusterName;
 }
 
 export class HybridDependentFinder implements DependentFinder {
   private readonly opts: HybridFinderOptions;
   private readonly sources = new Map<string, LookupSource>();
+  private readonly learned = new Map<string, Learned>();
 
   constructor(opts: HybridFinderOptions) {
     this.opts = opts;
@@ -46,28 +65,60 @@ export class HybridDependentFinder implements DependentFinder {
 
   async find(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FinderAnswer> {
     const key = dependentTypeKey(lookup.dependent);
+    const asked: Learned = { at: this.now(), consumer: lookup.consumer };
     const fromIndex = await this.opts.index.find(lookup, limit, signal);
-    if (fromIndex.ok) return this.answered(key, "index", fromIndex);
+    if (fromIndex.ok) return this.answered(key, "index", fromIndex, asked);
     // Over its budget, a consumer's own dependents are what is unreadable: a live list would read them all the same,
     // on every delete, and undo the budget that confines them to that workspace.
     if (fromIndex.reason === "unreadable") return fromIndex;
     const state = this.opts.indexState(key);
     const noConsent = state?.state === "failing" && state.reason === "Forbidden";
     try {
-      return this.answered(key, "live", await this.opts.live.find(lookup, limit, signal));
+      return this.answered(key, "live", await this.opts.live.find(lookup, limit, signal), asked);
     } catch (err) {
       if (!noConsent) return fromIndex;
       if (!isApiError(err, 403)) throw err;
-      return this.answered(key, "none", noReadAccess(lookup, fromIndex, err));
+      return this.answered(key, "none", noReadAccess(lookup, fromIndex, err), asked);
     }
   }
 
-  /** The source of each dependent type at its last lookup (for the metric). */
+  /** The source of each dependent type at its last lookup or probe (for the metric and the index report). */
   lastSources(): ReadonlyMap<string, LookupSource> {
     return this.sources;
   }
 
-  private answered(key: string, source: LookupSource, answer: FinderAnswer): FinderAnswer {
+  /** When the type's source was last learned, by a lookup or a probe; undefined when never. */
+  learnedAt(key: string): number | undefined {
+    return this.learned.get(key)?.at;
+  }
+
+  /** Where to probe a type: the consumer workspace of its last lookup, else its provider's workspace. */
+  probeTarget(key: string): ProbeTarget | undefined {
+    const dependent = parseDependentTypeKey(key);
+    if (!dependent) return undefined;
+    const consumer = this.learned.get(key)?.consumer ?? dependent.exportCluster;
+    return { key, path: dependentListPath({ consumer, dependent: { ...dependent, kind: "" } } as Lookup) };
+  }
+
+  /** A probe that started at `startedAt` found `source`; a lookup that began since knows better and stands. */
+  probed(key: string, source: LookupSource, startedAt: number): void {
+    const learned = this.learned.get(key);
+    if (learned && learned.at > startedAt) return;
+    this.answered(key, source, undefined, { ...learned, at: startedAt });
+  }
+
+  private now(): number {
+    return (this.opts.clock ?? realClock).now();
+  }
+
+  /** `learned`: when the lookup (or probe) that found `source` began, and where a lookup listed. */
+  private answered<A extends FinderAnswer | undefined>(
+    key: string,
+    source: LookupSource,
+    answer: A,
+    learned: Learned,
+  ): A {
+    this.learned.set(key, learned);
     const before = this.sources.get(key);
     if (before !== source) {
       this.sources.set(key, source);
@@ -99,11 +150,11 @@ function noReadAccess(lookup: Lookup, fromIndex: Unavailable, err: unknown): Una
   return fromIndex.seen ? { ...answer, seen: fromIndex.seen } : answer;
 }
 
-/** `dependency_webhook_lookup_source{type,source}`: 1 for what protected each dependent type at its last lookup. */
+/** `dependency_webhook_lookup_source{type,source}`: 1 for what checks each type, by its last lookup or probe. */
 export function registerLookupSourceMetric(registry: Registry, finder: HybridDependentFinder): void {
   new Gauge({
     name: "dependency_webhook_lookup_source",
-    help: "What checked each dependent type at its last lookup (--lookup=auto): index, live, or none (no read access)",
+    help: "What checks each dependent type, by its last lookup or probe (--lookup=auto): index, live, or none (no read access)",
     labelNames: ["type", "source"],
     registers: [registry],
     collect() {
@@ -119,7 +170,8 @@ export type LookupMode = "index" | "live" | "auto";
 
 /**
  * The finder of a lookup mode; `index` is undefined in live mode (no index runs), `base` is where live lists. In auto
- * mode, `reporter` (the index's) reports what protects each type too, so a rule's status says when live lists do.
+ * mode, `reporter` (the index's) reports what protects each type too, so a rule's status says when live lists do;
+ * before each report it probes the types whose index is forbidden (probe.ts), so it says so before any DELETE.
  */
 export function finderFor(
   mode: LookupMode,
@@ -128,6 +180,7 @@ export function finderFor(
   logger: Logger,
   registry: Registry,
   reporter?: Pick<IndexReporter, "changed" | "reportLookups">,
+  clock: Clock = realClock,
 ): DependentFinder {
   const live = new LiveDependentFinder({ base });
   if (!index) return live;
@@ -137,9 +190,38 @@ export function finderFor(
     live,
     indexState: (key) => reportOf(index.health())[key],
     logger: logger.child({ part: "lookup" }),
+    clock,
     ...(reporter ? { onSourceChange: () => reporter.changed() } : {}),
   });
-  reporter?.reportLookups(() => hybrid.lastSources());
+  const prober = proberFor(hybrid, () => reportOf(index.health()), base, logger.child({ part: "probe" }), clock);
+  reporter?.reportLookups(
+    () => hybrid.lastSources(),
+    () => prober.run(),
+  );
   registerLookupSourceMetric(registry, hybrid);
   return hybrid;
+}
+
+/** Probes the types whose index is forbidden (no consent) through `base`, as live lookups read, for `hybrid`. */
+export function proberFor(
+  hybrid: HybridDependentFinder,
+  report: () => IndexReport,
+  base: RestClient,
+  logger: Logger,
+  clock: Clock,
+): LookupProber {
+  const forbidden = (s: IndexedTypeState): boolean => s.state === "failing" && s.reason === "Forbidden";
+  return new LookupProber({
+    probe: (path) => probeLiveRead(base, path),
+    targets: () =>
+      Object.entries(report()).flatMap(([key, s]) => {
+        const target = forbidden(s) ? hybrid.probeTarget(key) : undefined;
+        return target ? [target] : [];
+      }),
+    // "index" cannot be right for a type whose index is forbidden (a consent revoked since): probe it at once.
+    learnedAt: (key) => (hybrid.lastSources().get(key) === "index" ? undefined : hybrid.learnedAt(key)),
+    record: (key, source, startedAt) => hybrid.probed(key, source, startedAt),
+    clock,
+    logger,
+  });
 }

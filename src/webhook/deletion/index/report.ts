@@ -8,7 +8,8 @@
 // replica reports. The merge is a function of the entries alone, so whichever replica writes last writes the same
 // thing: the condition cannot flap between replicas' views. The worst state is the one to show, because that
 // replica answers its deletes accordingly. A replica that is gone stops its heartbeat and drops out of the merge.
-// What protected a type at its last lookup (auto mode) merges the other way (why: above mergeReports).
+// What protects a type (auto mode: its last lookup, or the probe of a forbidden type's live read access, run before
+// each report) merges the other way (why: above mergeReports).
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import {
@@ -27,7 +28,8 @@ import type { TypeHealth } from "./watches.ts";
 
 /**
  * The report of the index's types; a 403 anywhere means the provider's consent is missing (the hint to give).
- * `lookups` (auto mode: the hybrid finder's last source per type) says what protected each type at its last lookup.
+ * `lookups` (auto mode: the hybrid finder's last source per type) says what protects each type, by its last lookup
+ * or its probe (probe.ts).
  */
 export function reportOf(
   health: readonly TypeHealth[],
@@ -58,7 +60,8 @@ const RANK = (s: IndexedTypeState): number =>
 // the merged index state is not ready, and there it feeds the one verdict every replica's registry reads back: live
 // on any replica makes the rule "protected", so a replica whose own reads fail refuses (503) the DELETEs the rule
 // gates rather than waving them through. That is the safe side for a deletion protection, and it is short-lived:
-// the replicas share one identity, so one that still says live loses the grant too, and says none, at its next lookup.
+// the replicas share one identity, so one that still says live loses the grant too, and says none, at its next lookup
+// or probe (probe.ts: within its interval).
 const LOOKUP_RANK: Record<LookupSource, number> = { none: 1, index: 2, live: 3 };
 const lookupRank = (s: IndexedTypeState): number => (s.lookup ? LOOKUP_RANK[s.lookup] : 0);
 
@@ -120,14 +123,18 @@ export interface IndexReporterOptions {
   clock?: Clock;
   /** This replica's name in the report (default the host name: the pod's name). */
   replica?: string;
-  /** What protected each type at its last lookup (auto mode); set later with reportLookups when the finder exists. */
+  /** What protects each type, by its last lookup or probe (auto mode); set later with reportLookups (the finder). */
   lookups?: () => ReadonlyMap<string, LookupSource>;
 }
+
+/** Runs before each report, e.g. the probes of types whose source is due (auto mode); its failure is logged. */
+export type BeforeReport = () => Promise<void>;
 
 export class IndexReporter {
   private readonly opts: IndexReporterOptions;
   private readonly loop: WorkLoop;
   private lookups: () => ReadonlyMap<string, LookupSource>;
+  private beforeReport: BeforeReport | undefined;
 
   constructor(opts: IndexReporterOptions) {
     this.opts = opts;
@@ -155,9 +162,13 @@ export class IndexReporter {
     this.loop.enqueue();
   }
 
-  /** Reports what protected each type at its last lookup too (auto mode: the hybrid finder's last sources). */
-  reportLookups(lookups: () => ReadonlyMap<string, LookupSource>): void {
+  /**
+   * Reports what protects each type too (auto mode: the hybrid finder's last sources), after `before` (its probes of
+   * forbidden types, which also run on this loop's minute resync) so a newly forbidden type's first report has one.
+   */
+  reportLookups(lookups: () => ReadonlyMap<string, LookupSource>, before?: BeforeReport): void {
     this.lookups = lookups;
+    this.beforeReport = before;
     this.changed();
   }
 
@@ -178,6 +189,9 @@ export class IndexReporter {
   }
 
   private async publish(): Promise<void> {
+    await this.beforeReport?.().catch((err: unknown) =>
+      this.opts.logger.warn({ err: String(err) }, "before the index report: probing failed"),
+    );
     let have: { metadata?: { resourceVersion?: string }; data?: Record<string, string> } | undefined;
     try {
       have = await this.opts.client.request("GET", INDEX_REPORT_PATH);
