@@ -5,7 +5,7 @@
 // per-shard read grant (its system-admin-rbac-bootstrap.yaml: ClusterRole dependency-controller-webhook, "*"/"*" get
 // and list, in system:admin). The webhook runs with its default lookup (auto). It must protect from the first DELETE:
 // a VPC a VM references is refused 409 naming the VM, a VPC nothing references is deleted, and the rule's status
-// says live lookups protect it.
+// says live lookups protect it, from before the first DELETE (the webhook probes its live read access itself).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -169,6 +169,26 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
     await kcp?.stop();
   });
 
+  // Before any DELETE (not even a dry run) reaches the webhook: its probe of the live lookup's read access, not a
+  // lookup, is what tells it live lists protect the VM type. IndexForbidden ("not enforced") is the verdict of an
+  // unprobed forbidden index, so the wait stops at either verdict and the assertion tells them apart.
+  it("says before any DELETE that live lookups protect the rule", async () => {
+    const env = kcp!;
+    const c = await waitFor(
+      "rule vm-dependencies: DependentsIndexed with a forbidden index's verdict (LiveLookup or IndexForbidden)",
+      async () => {
+        const r = await env.ws(PATHS.compute).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
+        const cond = r.status?.conditions?.find((x) => x.type === "DependentsIndexed");
+        return cond && ["LiveLookup", "IndexForbidden"].includes(cond.reason) ? cond : undefined;
+      },
+      { timeoutMs: 180_000, intervalMs: 1_000 },
+    );
+    assert.deepEqual([c.status, c.reason], ["True", "LiveLookup"], c.message);
+    assert.match(c.message, /^protected by live lookups .*\(the per-shard read grant\).*provider-index\.yaml/);
+    const series = `dependency_webhook_lookup_source{type="${vmType}",source="live"}`;
+    assert.equal(await scrapeSeries(bins!.webhook!, series), 1, series);
+  });
+
   it("refuses a referenced VPC with 409 naming the VM, and deletes a free one", async () => {
     const env = kcp!;
     const consumer = env.ws(PATHS.consumer1);
@@ -187,17 +207,8 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
     // What checked it: live lookups, because the provider never consented to the index.
     const series = `dependency_webhook_lookup_source{type="${vmType}",source="live"}`;
     assert.equal(await scrapeSeries(bins!.webhook!, series), 1, series);
-
-    // And the rule's status says so: the webhook reports the lookup, the controller turns it into the condition.
-    const c = await waitFor(
-      "rule vm-dependencies: DependentsIndexed=True, LiveLookup",
-      async () => {
-        const r = await env.ws(PATHS.compute).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
-        const cond = r.status?.conditions?.find((x) => x.type === "DependentsIndexed");
-        return cond?.status === "True" && cond.reason === "LiveLookup" ? cond : undefined;
-      },
-      { timeoutMs: 180_000, intervalMs: 1_000 },
-    );
-    assert.match(c.message, /^protected by live lookups .*\(the per-shard read grant\).*provider-index\.yaml/);
+    const r = await env.ws(PATHS.compute).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
+    const cond = r.status?.conditions?.find((x) => x.type === "DependentsIndexed");
+    assert.deepEqual([cond?.status, cond?.reason], ["True", "LiveLookup"], cond?.message);
   });
 });
