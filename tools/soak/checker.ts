@@ -26,6 +26,10 @@ export function check(h: History): CheckResult {
     checkedWhileDown: 0,
     checkedCollateral: 0,
     refusedUnavailable: 0,
+    refused: { unavailable: 0, "webhook failure": 0, "lookup failed": 0, "no answer": 0 },
+    excusedHostile: 0,
+    checkedHostile: 0,
+    checkedSlowUploads: 0,
     readyShare: readyShare(h, tl),
   };
   const j: Judging = { h, tl, out, ws: (c) => h.workspaces[c] ?? c };

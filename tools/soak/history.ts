@@ -71,6 +71,29 @@ export interface FaultRecord {
   webhookDown: boolean;
   /** A faulty rule's dependent resource ("gadgets.soak.test.io"): it may refuse only where such objects exist (I5). */
   dependent?: string;
+  /** The careless author's flavour: a path that answers 403, or a provider that never gave the index consent. */
+  flavour?: CarelessFlavour;
+}
+
+export type CarelessFlavour = "unreadable-path" | "no-index-consent";
+
+/**
+ * What the hostile consumer did (tools/soak/hostile.ts, slow-uploads.ts): no fault of the system, so it excuses
+ * nothing but the documented answer to its own overload (I5): oversized references (never kept, never refusing),
+ * dependents over the index's names cap or workspace budget (503 for that workspace's deletes the type covers), or
+ * slow uploads straight to the replicas (no genuine review may be refused for them).
+ */
+export interface HostileEpisode {
+  kind: "dependents" | "slow-uploads";
+  /** The hostile consumer's logical cluster and namespace (dependents episodes). */
+  cluster: string;
+  namespace: string;
+  /** Dependent resources the episode put over the index's names cap or budget (index mode; none in live mode). */
+  overloaded: string[];
+  startAt: number;
+  /** When its objects were seen gone (dependents) or its connections closed (slow uploads). */
+  endAt: number;
+  detail: string;
 }
 
 export interface ProcessExit {
@@ -104,6 +127,8 @@ export interface History {
   window: WindowSample[];
   /** Watch gaps (a relist after 410 Gone or a broken stream): the checker reports them. */
   gaps: { shard: string; what: string; at: number }[];
+  /** The hostile consumer's episodes (absent in histories from before it existed). */
+  hostile?: HostileEpisode[];
 }
 
 export const keyOf = (k: ObjectKey): string => `${k.cluster}|${k.resource}|${k.namespace}|${k.name}`;

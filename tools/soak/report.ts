@@ -17,7 +17,42 @@ const quantile = (sorted: number[], q: number): number =>
   sorted.length === 0 ? NaN : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number);
 
 export function headline(h: History, r: CheckResult): string {
-  return `${r.violations.length} violations in ${h.ops.length} operations, ${h.faults.length} faults`;
+  return (
+    `${r.violations.length} violations in ${h.ops.length} operations, ${h.faults.length} faults, ` +
+    `${h.hostile?.length ?? 0} hostile episodes`
+  );
+}
+
+/** Faults by kind, the careless author's by flavour too. */
+function faultsLine(h: History): string {
+  const faults = new Map<string, number>();
+  const flavours = new Map<string, number>();
+  for (const f of h.faults) {
+    faults.set(f.kind, (faults.get(f.kind) ?? 0) + 1);
+    if (f.flavour) flavours.set(f.flavour, (flavours.get(f.flavour) ?? 0) + 1);
+  }
+  const by = (m: Map<string, number>): string => [...m].map(([k, n]) => `${k} ${n}`).join(", ");
+  const careless = flavours.size > 0 ? ` (careless flavours: ${by(flavours)})` : "";
+  return `faults: ${by(faults) || "none"}${careless}`;
+}
+
+/** The hostile consumer's episodes, and the refusals I5 judged and excused. */
+function hostileLines(h: History, r: CheckResult): string[] {
+  const episodes = h.hostile ?? [];
+  const overloads = episodes.filter((e) => e.overloaded.length > 0).length;
+  const lines = [
+    `hostile episodes: ${episodes.filter((e) => e.kind === "dependents").length} dependents (${overloads} over the ` +
+      `index's names cap or budget), ${episodes.filter((e) => e.kind === "slow-uploads").length} slow uploads; ` +
+      `${r.checkedHostile} deletes answered while one was under way with no fault to excuse a refusal ` +
+      `(${r.checkedSlowUploads} during slow uploads)`,
+  ];
+  for (const e of episodes.slice(0, 6)) lines.push(`  ${e.kind}: ${e.detail}`);
+  lines.push(
+    `refused without a verdict: ${Object.entries(r.refused)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(", ")}; ${r.excusedHostile} of them the hostile consumer's own (its workspace, the types it overloaded)`,
+  );
+  return lines;
 }
 
 export function summary(h: History, r: CheckResult): string {
@@ -42,9 +77,8 @@ export function summary(h: History, r: CheckResult): string {
         `conflict ${row["conflict"] ?? 0}, not found ${row["not found"] ?? 0}, errored ${row["errored"] ?? 0}`,
     );
   }
-  const faults = new Map<string, number>();
-  for (const f of h.faults) faults.set(f.kind, (faults.get(f.kind) ?? 0) + 1);
-  lines.push(`faults: ${[...faults].map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`);
+  lines.push(faultsLine(h));
+  lines.push(...hostileLines(h, r));
   const w = h.window.map((s) => s.visibleAfterMs).sort((a, b) => a - b);
   lines.push(
     `window: a new VM named in a denial by a request sent p50 ${quantile(w, 0.5)} ms after its create was answered, p95 ${quantile(w, 0.95)} ms, ` +

@@ -1,28 +1,32 @@
-// I5, no collateral refusal: a rule's faults may refuse (503) only the DELETEs where that rule's dependents can be.
+// I5, no collateral refusal: a rule's faults may refuse only the DELETEs where that rule's dependents can be, and a
+// hostile consumer may get refusals only in its own workspace, for the types it overloaded.
 //
-// The rule, as judged: a delete (delete, dry-run delete, DELETECOLLECTION, sentinel or window probe) in a consumer
-// workspace answered 503 is a violation unless, at some moment between its send and its answer, a fault of the soak's
-// own making could make a rule that gates it unable to answer there:
+// The rule, as judged: a delete (delete, dry-run delete, DELETECOLLECTION, sentinel or window probe) refused without
+// a verdict on its dependents (refusals.ts: 503, kcp's "failed calling webhook", the webhook's 500 for a failed list,
+// no answer) is a violation unless, at some moment between its send and its answer, a fault of the soak's own making
+// could make a rule that gates it unable to answer there:
 //   - a webhook, controller or shard fault (every fault but the careless author's), from its start until I3's bound
 //     (--bound) after its end: a killed replica relists its index, a stalled shard's rules and dependents go silent,
 //     and "protection back within the bound" is I3's promise, so refusals until then are fail-closed, not collateral;
 //   - a change the soak made to its own rule (rule churn), likewise until the bound after it was answered: a recreated
 //     rule's index lists again, and the churned rule's dependents (servers) may be in every consumer, which all bind
 //     the soak provider's export;
-//   - the careless author's faulty rule, only in a workspace where an object of its dependent resource existed then.
-//     Its dependents (gadgets) are never created, so every 503 it causes is collateral.
-// A 503 outside all of these is a refusal some rule's fault caused in a workspace where that rule's dependents are not.
+//   - the careless author's faulty rule (either flavour), only in a workspace where an object of its dependent
+//     resource existed then. Its dependents (gadgets, widgets) are never created, so every refusal it causes is
+//     collateral;
+//   - the hostile consumer's overload, only as refusals.ts's hostileOwn says: its own workspace and overloaded types.
+// Hostile episodes are no fault: while only they are under way, every other refusal is a violation, and slow uploads
+// excuse nothing at all (a review takes a slot only once its body is whole).
 import type { FaultRecord, OpRecord } from "../history.ts";
 import type { Judging } from "./findings.ts";
+import { hostileDuring, hostileOwn, overlaps, refusalOf, type RefusalKind } from "./refusals.ts";
 import { iso, versionsOver } from "./timeline.ts";
 
 const DELETES = new Set(["delete", "delete-dry-run", "delete-collection", "probe", "window-probe"]);
 
 type Span = [number, number];
 
-const overlaps = (op: OpRecord, [from, to]: Span): boolean => op.sentAt <= to && op.answeredAt >= from;
-
-/** The intervals in which a 503 is fail-closed anywhere (the soak's webhook, shard and rule-churn faults). */
+/** The intervals in which a refusal is fail-closed anywhere (the soak's webhook, shard and rule-churn faults). */
 function excusingSpans(j: Judging): Span[] {
   const bound = j.h.boundMs;
   const spans: Span[] = j.h.faults.filter((f) => f.kind !== "careless-rule").map((f) => [f.startAt, f.endAt + bound]);
@@ -48,17 +52,36 @@ export function checkCollateral(j: Judging): void {
     if (!DELETES.has(op.kind)) continue;
     const excused = spans.some((s) => overlaps(op, s));
     const standing = careless.filter((f) => overlaps(op, [f.startAt, f.endAt]));
-    if (!excused && standing.length > 0 && op.status !== 404) j.out.checkedCollateral++;
-    if (op.status !== 503) continue;
-    j.out.refusedUnavailable++;
+    const hostile = hostileDuring(j, op);
+    if (!excused && op.status !== 404) {
+      if (standing.length > 0) j.out.checkedCollateral++;
+      if (hostile.length > 0) j.out.checkedHostile++;
+      if (hostile.some((e) => e.kind === "slow-uploads")) j.out.checkedSlowUploads++;
+    }
+    const kind = refusalOf(op);
+    if (!kind) continue;
+    j.out.refused[kind]++;
+    if (kind === "unavailable") j.out.refusedUnavailable++;
     if (excused || standing.some((f) => dependentsThere(j, op, f))) continue;
-    const why = standing.length > 0 ? `the careless rule stood (${standing[0]?.target}) but ` : "";
-    j.out.violations.push({
-      invariant: "I5",
-      message:
-        `${op.kind} #${op.id} of ${op.resource} ${j.ws(op.cluster)}/${op.namespace}/${op.name} refused 503 at ` +
-        `${iso(op.answeredAt)} though ${why}no fault of the soak's could refuse there then: ${op.message}`,
-      at: op.sentAt,
-    });
+    if (hostileOwn(j, op, kind)) {
+      j.out.excusedHostile++;
+      continue;
+    }
+    j.out.violations.push({ invariant: "I5", message: violation(j, op, kind, standing), at: op.sentAt });
   }
+}
+
+function violation(j: Judging, op: OpRecord, kind: RefusalKind, standing: FaultRecord[]): string {
+  const why = standing.length > 0 ? `the careless rule stood (${standing[0]?.target}) but ` : "";
+  const hostile = hostileDuring(j, op);
+  const during =
+    hostile.length > 0
+      ? ` (the hostile consumer's ${[...new Set(hostile.map((e) => e.kind))].join(" and ")} under way, which ` +
+        `excuse only a 503 in its own workspace for the types it overloaded)`
+      : "";
+  const answer = kind === "unavailable" ? "refused 503" : `refused (${kind}, status ${op.status})`;
+  return (
+    `${op.kind} #${op.id} of ${op.resource} ${j.ws(op.cluster)}/${op.namespace}/${op.name} ${answer} at ` +
+    `${iso(op.answeredAt)} though ${why}no fault of the soak's could refuse there then${during}: ${op.message}`
+  );
 }

@@ -1,5 +1,6 @@
 // What checking a history finds, and what every invariant's check is handed.
 import type { History } from "../history.ts";
+import type { RefusalKind } from "./refusals.ts";
 import type { Timeline } from "./timeline.ts";
 
 export type Invariant = "I1" | "I2" | "I3" | "I4" | "I5";
@@ -28,6 +29,14 @@ export interface CheckResult {
   checkedCollateral: number;
   /** Deletes answered 503 (each judged by I5). */
   refusedUnavailable: number;
+  /** Deletes refused without a verdict, by how (refusals.ts; each judged by I5). */
+  refused: Record<RefusalKind, number>;
+  /** Refusals excused as the hostile consumer's documented answer (its own workspace, the types it overloaded). */
+  excusedHostile: number;
+  /** Deletes answered (not 404) while a hostile episode was under way and no fault excused a refusal (I5 judged). */
+  checkedHostile: number;
+  /** Of those, while slow uploads held connections to the replicas. */
+  checkedSlowUploads: number;
   /** Per rule, the share of the run it was Ready (I1 only holds a Ready rule to its word). */
   readyShare: Record<string, number>;
 }
