@@ -1,5 +1,6 @@
 // The soak's kcp: the sharded harness with the product topology (providers on the root shard), the soak's own
-// provider with a cluster-scoped type, four consumers over both shards, two webhook replicas behind a round-robin
+// provider with a cluster-scoped type, four consumers over both shards, a hostile consumer and the careless author's
+// consent-less provider (tools/soak/tenants.ts), two webhook replicas behind a round-robin
 // TCP proxy (the one URL the controller writes into every VWC), and the controller, each a process the soak may kill.
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -20,6 +21,7 @@ import type { ProcessExit } from "./history.ts";
 import { SOAK_PROVIDER, serverRule, setupSoakProvider, soakBinding } from "./provider.ts";
 import type { RoundRobinProxy } from "./proxy.ts";
 import { startProcesses, type Supervised } from "./replicas.ts";
+import { CARELESS_PROVIDER, setupCarelessProvider, setupHostileConsumer } from "./tenants.ts";
 
 export interface Consumer {
   path: string;
@@ -33,11 +35,15 @@ const EXTRA_CONSUMERS = [
   { path: "root:consumer4", shard: "root" },
 ];
 
+const HOSTILE_CONSUMER_LOG = "the hostile consumer's workspace, bound like the others";
+
 export class SoakEnv {
   readonly kcp: ShardedKcp;
   readonly topo: Topology;
   readonly bins: Binaries;
   readonly consumers: Consumer[];
+  /** The hostile consumer's workspace: no worker but the hostile one uses it (tools/soak/hostile.ts). */
+  readonly hostile: Consumer;
   readonly proxy: RoundRobinProxy;
   readonly webhooks: Supervised[];
   readonly controller: Supervised;
@@ -53,6 +59,7 @@ export class SoakEnv {
     topo: Topology;
     bins: Binaries;
     consumers: Consumer[];
+    hostile: Consumer;
     proxy: RoundRobinProxy;
     webhooks: Supervised[];
     controller: Supervised;
@@ -64,6 +71,7 @@ export class SoakEnv {
     this.topo = init.topo;
     this.bins = init.bins;
     this.consumers = init.consumers;
+    this.hostile = init.hostile;
     this.proxy = init.proxy;
     this.webhooks = init.webhooks;
     this.controller = init.controller;
@@ -83,11 +91,15 @@ export class SoakEnv {
       log(`${SOAK_PROVIDER}: zones (cluster-scoped) and servers, bound to the dep-ctrl export`);
       workspaces[await setupSoakProvider(kcp, lookup)] = SOAK_PROVIDER;
       const consumers = await setupConsumers(kcp, topo, workspaces, log);
+      log(`${HOSTILE_CONSUMER_LOG}; ${CARELESS_PROVIDER}: widgets, bound to dep-ctrl, no index consent`);
+      const hostile = await setupHostileConsumer(kcp, topo);
+      workspaces[hostile.cluster] = hostile.path;
+      workspaces[await setupCarelessProvider(kcp)] = CARELESS_PROVIDER;
       const processes = await startProcesses(kcp, lookup, log);
       log("rules: the fixtures' VM rule (compute provider) and the soak's server rule (churned)");
       await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
       await apply(kcp.ws(SOAK_PROVIDER), [serverRule(topo.vars, "full")]);
-      return new SoakEnv({ kcp, topo, consumers, workspaces, ...processes });
+      return new SoakEnv({ kcp, topo, consumers, hostile, workspaces, ...processes });
     } catch (err) {
       await kcp.stop();
       throw err;

@@ -7,6 +7,7 @@ import type { ShardedKcp } from "../kcp/sharded.ts";
 import { Binaries, IDENTITIES, PATHS, waitReady, type BinaryProcess, type LookupMode } from "../kcp/topology.ts";
 import type { ProcessExit } from "./history.ts";
 import { RoundRobinProxy } from "./proxy.ts";
+import { SOAK_INDEX_BUDGET } from "./tenants.ts";
 
 /** A restartable process with its exits recorded; `expectExit` marks the next exit as one we caused. */
 export class Supervised {
@@ -42,7 +43,8 @@ export class Supervised {
   }
 }
 
-export /** One webhook replica from src/cmd/webhook.ts, as Binaries.startWebhook runs it, on a port of its own. */
+export /** One webhook replica from src/cmd/webhook.ts, as Binaries.startWebhook runs it, on a port of its own, with the
+ * soak's smaller index budget (tenants.ts). */
 async function startWebhookReplica(bins: Binaries, rootDir: string, port: number, i: number): Promise<BinaryProcess> {
   const health = await freePort();
   const kubeconfig = bins.env.kubeconfigFor(IDENTITIES.webhook.token, PATHS.depCtrl, "webhook-soak.kubeconfig");
@@ -57,6 +59,10 @@ async function startWebhookReplica(bins: Binaries, rootDir: string, port: number
       `--tls-key-file=${bins.certs.key}`,
       `--health-probe-bind-address=127.0.0.1:${health}`,
       `--lookup=${bins.lookup}`,
+      // Index mode only: the live lookup keeps no index, so it has no budget.
+      ...(bins.lookup === "index"
+        ? [`--index-max-objects-per-workspace=${SOAK_INDEX_BUDGET.maxObjectsPerWorkspace}`]
+        : []),
     ],
     path.join(rootDir, `webhook-${i}.log`),
   );
