@@ -1,6 +1,6 @@
 // `npm run soak`: a Jepsen-style soak of the product on a real two-shard kcp. Flags: --duration=30m, --seed=N,
 // --lookup=index|live, --workers=N, --window=5s, --bound=120s, --fault-every=20s-40s, --no-faults,
-// --careless-every=20s-40s, --no-careless, --weakened, --history=FILE, and
+// --careless-every=20s-40s, --no-careless, --hostile-every=20s-60s, --hostile-hold=10s-60s, --no-hostile, --weakened, --history=FILE, and
 // --check=FILE to check a saved history again without kcp. Exits 1 on any violation (and writes the history, and
 // keeps the logs of kcp and the binaries next to it).
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -46,6 +46,9 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { hist
       "no-faults": { type: "boolean", default: false },
       "careless-every": { type: "string", default: "20s-40s" },
       "no-careless": { type: "boolean", default: false },
+      "hostile-every": { type: "string", default: "20s-60s" },
+      "hostile-hold": { type: "string", default: "10s-60s" },
+      "no-hostile": { type: "boolean", default: false },
       "no-workspace-delete": { type: "boolean", default: false },
       weakened: { type: "boolean", default: false },
       history: { type: "string" },
@@ -66,6 +69,9 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { hist
     faults: !values["no-faults"],
     careless: !values["no-careless"],
     carelessEveryMs: parseRange(values["careless-every"], "careless-every"),
+    hostile: !values["no-hostile"],
+    hostileEveryMs: parseRange(values["hostile-every"], "hostile-every"),
+    hostileHoldMs: parseRange(values["hostile-hold"], "hostile-hold"),
     deleteWorkspace: !values["no-workspace-delete"],
     weakened: values.weakened,
     lookup: values.lookup,

@@ -1,5 +1,5 @@
-// One soak run on a SoakEnv: start the history recorder on every shard, the workload, the rule churn, the probes and
-// the fault injector; stop them after `durationMs`; let pending namespace and workspace deletions finish (up to the
+// One soak run on a SoakEnv: start the history recorder on every shard, the workload, the rule churn, the probes,
+// the fault injector, the careless author and the hostile consumer; stop them after `durationMs`; let pending namespace and workspace deletions finish (up to the
 // bound); then check the history.
 import path from "node:path";
 import { check, RULE_RESOURCE, WORKSPACE_RESOURCE, type CheckResult } from "./checker.ts";
@@ -18,6 +18,8 @@ import { deleteWorkspaceLater, ruleChurner } from "./churn.ts";
 import { worker } from "./workload.ts";
 import { carelessAuthor } from "./careless.ts";
 import { PATHS } from "../kcp/topology.ts";
+import { startHostile } from "./hostile.ts";
+import { CARELESS_PROVIDER } from "./tenants.ts";
 
 export interface SoakOptions {
   seed: number;
@@ -33,6 +35,11 @@ export interface SoakOptions {
   /** The careless author: a faulty rule (an unreadable path, no dependents anywhere) added and removed at random. */
   careless: boolean;
   carelessEveryMs: [number, number];
+  /** The hostile consumer: oversized and overloading dependents in its own workspace, slow uploads to the replicas. */
+  hostile: boolean;
+  hostileEveryMs: [number, number];
+  /** How long each hostile episode holds its objects or its trickling connections. */
+  hostileHoldMs: [number, number];
   /** Delete the last consumer workspace part-way through. */
   deleteWorkspace: boolean;
   /** The weakened build: the webhook address allows every review but every third, which it refuses with 503. */
@@ -122,6 +129,7 @@ function emptyHistory(env: SoakEnv, o: SoakOptions): History {
     exits: env.exits,
     window: [],
     gaps: [],
+    hostile: [],
   };
 }
 
@@ -135,7 +143,8 @@ async function recordAll(recorder: Recorder, env: SoakEnv, shards: Record<string
     path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
     resource: WORKSPACE_RESOURCE,
   });
-  for (const provider of [env.topo.clusters.compute, clusterOf(env, SOAK_PROVIDER)]) {
+  const providers = [env.topo.clusters.compute, clusterOf(env, SOAK_PROVIDER), clusterOf(env, CARELESS_PROVIDER)];
+  for (const provider of providers) {
     await recorder.watch({
       shard: "root",
       conn: rootShard,
@@ -145,7 +154,7 @@ async function recordAll(recorder: Recorder, env: SoakEnv, shards: Record<string
     });
   }
   const consumers = env.liveConsumers();
-  for (const c of consumers) {
+  for (const c of [...consumers, env.hostile]) {
     const conn = shards[c.shard] as ShardConn;
     await recorder.watch({
       shard: c.shard,
@@ -208,6 +217,7 @@ async function startLoad(
   if (o.faults && !o.weakened) tasks.push(injectFaults(env, rng.fork(), o.faultEveryMs, signal, history.faults, o.log));
   // Forked last, so a seed's workers, churn and faults draw what they drew before the careless author existed.
   if (o.careless) tasks.push(carelessAuthor(wl(rng.fork()), o.carelessEveryMs, history.faults, o.log));
+  if (o.hostile) tasks.push(...startHostile(env, o, history, wl(rng.fork()), signal));
   return { probes, tasks };
 }
 
