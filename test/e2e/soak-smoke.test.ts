@@ -1,9 +1,12 @@
 // The soak in its smoke size (tools/soak/, `npm run soak` for the long run): a fixed seed, four workers, faults every
-// 8–15 s, rule churn and a workspace deletion on a two-shard kcp with two webhook replicas behind one address; it
-// fails on any violation of I1–I5. A short run with only the careless author (no other fault, no rule churn inside
-// it) makes I5 judge deletes while its faulty rule stands. Then the same checker against a deliberately weakened
-// build (the webhook address answers "allowed" to every review but every third, refused with 503): I1 and I5 must
-// fire, or the checker proves nothing.
+// 8–15 s, rule churn, a workspace deletion, the careless author and the hostile consumer on a two-shard kcp with two
+// webhook replicas behind one address; it fails on any violation of I1–I5. A short run with only the careless author
+// and the hostile consumer (no other fault, no rule churn inside it) makes I5 judge deletes while the faulty rule
+// stands, while the hostile consumer's dependents are over the index's names cap and budget, and while slow uploads
+// hold connections to both replicas: its own 503s must show up where documented, and nobody else may be refused.
+// Then the same checker against a deliberately weakened build (the webhook address answers "allowed" to every review
+// but every third, refused with 503, and every tenth, held past kcp's timeout): I1 and I5 must fire, or the checker
+// proves nothing.
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import os from "node:os";
@@ -28,6 +31,9 @@ const base: SoakOptions = {
   faults: true,
   careless: true,
   carelessEveryMs: [8000, 15_000],
+  hostile: true,
+  hostileEveryMs: [5000, 15_000],
+  hostileHoldMs: [10_000, 15_000],
   deleteWorkspace: true,
   weakened: false,
   lookup: "index",
@@ -65,17 +71,19 @@ test("soak smoke: 0 violations of I1–I5 under load, faults and churn (fixed se
 });
 
 test(
-  "soak: a careless author's faulty rule refuses nobody (I5 judged with no other fault)",
+  "soak: a careless author's faulty rule and a hostile consumer refuse nobody else (I5 judged with no other fault)",
   { timeout: 300_000 },
   async () => {
     const { history, result } = await runSoak(must(), {
       ...base,
       seed: SEED + 2,
-      durationMs: 20_000,
+      durationMs: 30_000,
       faults: false,
       deleteWorkspace: false,
       ruleChurnEveryMs: [600_000, 600_000],
       carelessEveryMs: [1000, 3000],
+      hostileEveryMs: [1000, 3000],
+      hostileHoldMs: [10_000, 12_000],
     });
     log(summary(history, result));
     assert.ok(
@@ -83,6 +91,18 @@ test(
       "the careless rule never stood",
     );
     assert.ok(result.checkedCollateral > 0, "no delete was answered while the careless rule stood");
+    const episodes = history.hostile ?? [];
+    assert.ok(
+      episodes.some((e) => e.kind === "slow-uploads"),
+      "no slow-upload episode ran",
+    );
+    assert.ok(
+      episodes.some((e) => e.kind === "dependents" && e.overloaded.length === 2),
+      "no dependents episode put both types over the index's names cap and budget",
+    );
+    assert.ok(result.checkedSlowUploads > 0, "no genuine delete was answered during slow uploads");
+    // The first dependents episode crosses both limits: its own deletes there get the documented 503.
+    assert.ok(result.excusedHostile > 0, "the hostile consumer's own deletes were never refused 503");
     assert.deepEqual(
       result.violations.map((v) => `${v.invariant}: ${v.message}`),
       [],
@@ -110,5 +130,10 @@ test(
     assert.match(i1[0]?.message ?? "", /referenced it at \.spec\./);
     const i5 = result.violations.filter((v) => v.invariant === "I5");
     assert.ok(i5.length > 0, "I5 did not fire although every third delete was refused with 503");
+    // A review held past kcp's timeout is how a starved review pool would look: kcp refuses the delete itself.
+    assert.ok(
+      i5.some((v) => /refused \(webhook failure/.test(v.message)),
+      `I5 did not fire on a delete kcp refused for want of the webhook's answer: ${i5.map((v) => v.message).join("; ")}`,
+    );
   },
 );

@@ -1,7 +1,8 @@
 // The deliberately weakened build: an HTTPS admission webhook that allows every review but every third, which it
-// refuses with 503 as a faulty rule's blast radius gone wide would. The soak points its proxy at it to show that the
-// checker catches what it claims: I1 must fire on the allowed deletes and I5 on the refused ones. Only the soak starts
-// it.
+// refuses with 503 as a faulty rule's blast radius gone wide would, and every tenth, which it holds past kcp's 10 s
+// webhook timeout as a review pool starved by slow uploads would (kcp then refuses the delete itself: "failed calling
+// webhook ... context deadline exceeded"). The soak points its proxy at it to show that the checker catches what it
+// claims: I1 must fire on the allowed deletes and I5 on both kinds of refusal. Only the soak starts it.
 import https from "node:https";
 import { readFileSync } from "node:fs";
 import { listenOnLoopback } from "./proxy.ts";
@@ -9,6 +10,7 @@ import { listenOnLoopback } from "./proxy.ts";
 export class AllowAllWebhook {
   private readonly server: https.Server;
   private reviews = 0;
+  private readonly held = new Set<NodeJS.Timeout>();
 
   constructor(tls: { cert: string; key: string }) {
     this.server = https.createServer({ cert: readFileSync(tls.cert), key: readFileSync(tls.key) }, (req, res) => {
@@ -21,21 +23,31 @@ export class AllowAllWebhook {
         } catch {
           // answer anyway: this server decides without reading the review
         }
-        const refuse = ++this.reviews % 3 === 0;
-        res.setHeader("content-type", "application/json");
-        res.end(
-          JSON.stringify({
-            apiVersion: review.apiVersion ?? "admission.k8s.io/v1",
-            kind: "AdmissionReview",
-            response: refuse
-              ? {
-                  uid: review.request?.uid ?? "",
-                  allowed: false,
-                  status: { code: 503, message: "weakened build: refused as if another author's rule were faulty" },
-                }
-              : { uid: review.request?.uid ?? "", allowed: true },
-          }),
-        );
+        const n = ++this.reviews;
+        const refuse = n % 3 === 0;
+        const answer = (): void => {
+          if (res.destroyed) return;
+          res.setHeader("content-type", "application/json");
+          res.end(
+            JSON.stringify({
+              apiVersion: review.apiVersion ?? "admission.k8s.io/v1",
+              kind: "AdmissionReview",
+              response: refuse
+                ? {
+                    uid: review.request?.uid ?? "",
+                    allowed: false,
+                    status: { code: 503, message: "weakened build: refused as if another author's rule were faulty" },
+                  }
+                : { uid: review.request?.uid ?? "", allowed: true },
+            }),
+          );
+        };
+        if (n % 10 !== 5) return answer();
+        const t = setTimeout(() => {
+          this.held.delete(t);
+          answer();
+        }, 12_000);
+        this.held.add(t);
       });
     });
   }
@@ -45,6 +57,8 @@ export class AllowAllWebhook {
   }
 
   async close(): Promise<void> {
+    for (const t of this.held) clearTimeout(t);
+    this.held.clear();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
