@@ -33,7 +33,7 @@ export const overlaps = (op: OpRecord, [from, to]: [number, number]): boolean =>
  * dependents (or for a cluster-scoped target, which any namespace's dependents may name), a delete of a resource that
  * a rule of an overloaded dependent type protects, while that episode's objects may still be in the index (until
  * the consistency window after they were seen gone) is refused 503 (index mode: the names cap or the workspace
- * budget crossed). A live list that fails there (500) fails only the workspace it lists: its own, too. Nothing
+ * budget crossed). In live mode a list that fails there (500) fails only the workspace it lists: its own. Nothing
  * else is excused: not in another workspace, not for a type it did not overload, not oversized references (never
  * kept, so they never refuse), not a webhook failure, and never anything for slow uploads.
  */
@@ -43,7 +43,7 @@ export function hostileOwn(j: Judging, op: OpRecord, kind: RefusalKind): Hostile
     if (e.kind !== "dependents" || op.cluster !== e.cluster) return false;
     if (op.namespace !== "" && op.namespace !== e.namespace) return false;
     if (!overlaps(op, [e.startAt, e.endAt + j.h.windowMs])) return false;
-    if (kind === "lookup failed") return true;
+    if (kind === "lookup failed") return j.h.mode.startsWith("live"); // the index lists nothing on a delete
     return j.tl
       .edgesEver(op.sentAt, op.answeredAt)
       .some((edge) => edge.dependency === op.resource && e.overloaded.includes(edge.dependent));
