@@ -88,15 +88,20 @@ function lookupFromEnv(): LookupMode {
   return mode;
 }
 
+/** The topology's options, and more flags for the controller (e.g. a shorter `--resync-period`). */
+export interface SuiteOptions extends TopologyOptions {
+  controllerArgs?: string[];
+}
+
 export function e2eSuite(): E2E<Kcp>;
 export function e2eSuite<K extends KcpEnv & { stop(): Promise<void>; logTail(n?: number): string }>(
   start: () => Promise<K>,
-  opts?: TopologyOptions,
+  opts?: SuiteOptions,
 ): E2E<K>;
 export function e2eSuite(
   start: () => Promise<KcpEnv & { stop(): Promise<void>; logTail(n?: number): string }> = () =>
     startKcp({ tokens: TOKENS }),
-  opts: TopologyOptions = {},
+  { controllerArgs = [], ...opts }: SuiteOptions = {},
 ): E2E<KcpEnv & { stop(): Promise<void>; logTail(n?: number): string }> {
   type K = KcpEnv & { stop(): Promise<void>; logTail(n?: number): string };
   let state: E2E<K> | undefined;
@@ -107,6 +112,7 @@ export function e2eSuite(
       const lookup = opts.lookup ?? lookupFromEnv();
       const topo = await setupTopology(kcp, { ...opts, lookup });
       const bins = new Binaries(kcp, lookup === "both" ? "index" : lookup);
+      bins.controllerArgs = controllerArgs;
       state = { kcp, topo, bins };
       await bins.startWebhook();
       await bins.startController();

@@ -34,6 +34,8 @@ export class Binaries {
   controller: BinaryProcess | undefined;
   /** The webhook's --lookup at its next start; the topology must have granted that mode's reads (auto: either). */
   lookup: LookupMode | "auto";
+  /** More controller flags at its next start, e.g. `--resync-period=2s` (they come last, so they win). */
+  controllerArgs: string[] = [];
   readonly from: BinariesFrom;
 
   constructor(env: KcpEnv, lookup: LookupMode | "auto" = "index", from: BinariesFrom = "src") {
@@ -83,6 +85,7 @@ export class Binaries {
         `--webhook-url=${opts.webhookUrl ?? this.webhookUrl}`,
         `--webhook-ca-bundle-file=${opts.caFile ?? this.certs.caCert}`,
         `--health-probe-bind-address=127.0.0.1:${health}`,
+        ...this.controllerArgs,
       ],
       path.join(this.env.rootDir, "controller.log"),
     );
