@@ -21,6 +21,7 @@ import { HybridDependentFinder } from "../../src/webhook/deletion/hybrid.ts";
 import { IndexReporter, mergeReports, reportOf } from "../../src/webhook/deletion/index/report.ts";
 import { indexTrust } from "../../src/webhook/rules/rule-status.ts";
 import { FakeClock } from "../support/fake-clock.ts";
+import { fakeConfigMap } from "../support/fake-configmap.ts";
 import { ruleObject, vmLookup } from "./helpers-rules.ts";
 
 const VM = "compute/compute.example.io/compute.example.io/v1/virtualmachines";
@@ -67,26 +68,16 @@ describe("index report: what protects each dependent type", () => {
   });
 
   it("the reporter publishes the lookups it is given once the finder exists", async () => {
-    let stored: unknown;
-    const client = {
-      request<T>(method: string, path: string, opts?: { body?: unknown }): Promise<T> {
-        if (method === "GET")
-          return stored
-            ? Promise.resolve(structuredClone(stored) as T)
-            : Promise.reject(toApiError(method, path, 404, "{}"));
-        stored = opts?.body;
-        return Promise.resolve(structuredClone(stored) as T);
-      },
-    };
+    const { client, report } = fakeConfigMap();
     const clock = new FakeClock();
     const health = () => [{ type: VM, state: "failing" as const, errors: ["403 Forbidden"] }];
     const r = new IndexReporter({ client, health, logger: pino({ level: "silent" }), clock, replica: "a" });
     r.start();
     await clock.advance(2_000);
-    assert.deepEqual(parseIndexReport(stored), { [VM]: FORBIDDEN });
+    assert.deepEqual(report(), { [VM]: FORBIDDEN });
     r.reportLookups(() => new Map([[VM, "live"]]));
     await clock.advance(2_000);
-    assert.deepEqual(parseIndexReport(stored), { [VM]: { ...FORBIDDEN, lookup: "live" } }, INDEX_REPORT_PATH);
+    assert.deepEqual(report(), { [VM]: { ...FORBIDDEN, lookup: "live" } }, INDEX_REPORT_PATH);
     await r.stop();
   });
 });

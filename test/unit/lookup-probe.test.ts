@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import pino from "pino";
 import { Registry } from "prom-client";
-import { parseIndexReport, type IndexReport, type IndexedTypeState } from "../../src/api/index-report.ts";
+import { type IndexReport, type IndexedTypeState } from "../../src/api/index-report.ts";
 import { parseRule } from "../../src/api/rule.ts";
 import { dependentsIndexed } from "../../src/controller/index-status.ts";
 import { toApiError } from "../../src/kcp/answers.ts";
@@ -19,6 +19,7 @@ import { IndexReporter } from "../../src/webhook/deletion/index/report.ts";
 import type { TypeHealth } from "../../src/webhook/deletion/index/watches.ts";
 import { PROBE_CONCURRENCY, PROBE_INTERVAL_MS, PROBE_RETRY_MS } from "../../src/webhook/deletion/probe.ts";
 import { FakeClock } from "../support/fake-clock.ts";
+import { fakeConfigMap } from "../support/fake-configmap.ts";
 import { ruleObject, vmLookup } from "./helpers-rules.ts";
 
 const silent = pino({ level: "silent" });
@@ -64,22 +65,6 @@ function frontProxy(mode: Mode = "allow") {
   return { p, client };
 }
 
-/** A ConfigMap of kcp: GET (404 until written), POST and PUT store the body. */
-function configMaps() {
-  let stored: unknown;
-  const client = {
-    request<T>(method: string, path: string, opts?: { body?: unknown }): Promise<T> {
-      if (method === "GET")
-        return stored
-          ? Promise.resolve(structuredClone(stored) as T)
-          : Promise.reject(toApiError(method, path, 404, "{}"));
-      stored = opts?.body;
-      return Promise.resolve(structuredClone(stored) as T);
-    },
-  };
-  return { client, report: () => parseIndexReport(stored) };
-}
-
 /** An index whose watches of `types` (default: the VM type) fail with kcp's 403: the provider never consented. */
 function forbiddenIndex(types: string[] = [VM]): DependentsIndex {
   const health: TypeHealth[] = types.map((type) => ({ type, state: "failing", errors: ["slices: 403 Forbidden"] }));
@@ -93,7 +78,7 @@ function forbiddenIndex(types: string[] = [VM]): DependentsIndex {
 function webhook(mode: Mode = "allow", index = forbiddenIndex()) {
   const clock = new FakeClock();
   const proxy = frontProxy(mode);
-  const cm = configMaps();
+  const cm = fakeConfigMap();
   const reporter = new IndexReporter({
     client: cm.client,
     health: () => index.health(),
