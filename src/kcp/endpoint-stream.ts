@@ -122,6 +122,9 @@ export class EndpointStream<T extends KubeObject, R> {
         if (this.abort.signal.aborted) return;
         failures++;
         this.lastError = err instanceof Error ? err.message : String(err);
+        // Health is part of what listeners read (an index's report, a rule's status): tell them it turned failing
+        // now, once per run of failures, rather than at their next timer.
+        if (failures === 1) this.opts.onChange();
         const backoff = Math.min(10_000, 250 * 2 ** Math.min(failures, 6));
         this.log.warn({ err: String(err), backoffMs: backoff }, "list/watch failed; retrying");
         await this.clock.sleep(backoff, this.abort.signal).catch(() => undefined); // stopped while waiting

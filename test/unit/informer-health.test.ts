@@ -11,7 +11,7 @@ import { silentLogger } from "../../src/observability/logger.ts";
 import { realClock, type Clock } from "../../src/util/clock.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 
-const state = { failLists: false, watches: [] as http.ServerResponse[] };
+const state = { failLists: false, lists: 0, watches: [] as http.ServerResponse[] };
 const server = http.createServer((req, res) => {
   const url = new URL(req.url ?? "/", "http://x");
   if (url.searchParams.get("watch") === "true") {
@@ -20,6 +20,7 @@ const server = http.createServer((req, res) => {
     state.watches.push(res);
     return;
   }
+  state.lists++;
   if (state.failLists) {
     res.writeHead(500, { "content-type": "application/json" });
     res.end(JSON.stringify({ kind: "Status", code: 500, message: "etcd is sad" }));
@@ -61,12 +62,12 @@ function fakeTimers() {
   };
 }
 
-function informer(clock?: Clock) {
+function informer(clock?: Clock, onChange: () => void = () => undefined) {
   return new Informer<KubeObject>({
     client,
     path: "/things",
     logger: silentLogger(),
-    onChange: () => undefined,
+    onChange,
     ...(clock ? { clock } : {}),
   });
 }
@@ -112,5 +113,22 @@ test("a watch silent past its deadline fails the endpoint until the reopened wat
   } finally {
     inf.stop();
     for (const w of state.watches) w.end();
+  }
+});
+
+test("listeners hear when an endpoint turns failing, once per run of failures, not at every retry", async () => {
+  state.failLists = true;
+  state.watches = [];
+  const heard: boolean[] = []; // at each change: did the endpoint read as failing?
+  const inf: Informer<KubeObject> = informer(undefined, () => heard.push(inf.failing().length > 0));
+  inf.setEndpoints([base]);
+  try {
+    await waitFor("a change that reads as failing", async () => heard.includes(true) || undefined);
+    const before = state.lists;
+    await waitFor("two more failed lists (retries)", async () => state.lists >= before + 2 || undefined);
+    assert.equal(heard.filter((failing) => failing).length, 1);
+  } finally {
+    inf.setEndpoints([]);
+    state.failLists = false;
   }
 });
