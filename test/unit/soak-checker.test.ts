@@ -2,33 +2,20 @@
 // quiet on its look-alikes (a dependent created inside the window is a race, one deleted first is nothing).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { check, RULE_RESOURCE, workspaceRecheckMs } from "../../tools/soak/checker.ts";
+import { check, workspaceRecheckMs } from "../../tools/soak/checker.ts";
 import type { FaultRecord, History, OpRecord, WatchRecord } from "../../tools/soak/history.ts";
+import { historyOf, opRecord, ruleRecord } from "./soak-fixtures.ts";
 
 const C = "c1";
 const VPCS = "vpcs.network.test.io";
 const VMS = "virtualmachines.compute.test.io";
 
-const rule: WatchRecord = {
-  type: "INITIAL",
-  shard: "root",
-  cluster: "compute",
-  resource: RULE_RESOURCE,
-  namespace: "",
-  name: "vm-dependencies",
-  rv: 1,
-  recvAt: 0,
-  object: {
-    metadata: { name: "vm-dependencies", generation: 1 },
-    spec: {
-      dependent: { group: "compute.test.io", resource: "virtualmachines", kind: "VirtualMachine", version: "v1" },
-      dependencies: [
-        { group: "network.test.io", resource: "vpcs", version: "v1", fieldRef: { path: ".spec.vpcRef.name" } },
-      ],
-    },
-    status: { conditions: [{ type: "Ready", status: "True", observedGeneration: 1 }] },
-  },
-};
+const rule = ruleRecord(
+  "compute",
+  "vm-dependencies",
+  { group: "compute.test.io", resource: "virtualmachines", kind: "VirtualMachine", version: "v1" },
+  [{ group: "network.test.io", resource: "vpcs", version: "v1", fieldRef: { path: ".spec.vpcRef.name" } }],
+);
 
 function rec(
   type: WatchRecord["type"],
@@ -54,7 +41,6 @@ function rec(
   };
 }
 
-let nextId = 1;
 function op(
   kind: OpRecord["kind"],
   resource: string,
@@ -63,39 +49,12 @@ function op(
   status: number,
   message = "",
 ): OpRecord {
-  return {
-    id: nextId++,
-    worker: "t",
-    kind,
-    cluster: C,
-    workspace: "root:c1",
-    resource,
-    namespace: kind === "delete-namespace" ? "" : "default",
-    name,
-    sentAt,
-    answeredAt: sentAt + 100,
-    status,
-    message,
-  };
+  const namespace = kind === "delete-namespace" ? "" : "default";
+  return opRecord({ kind, cluster: C, workspace: "root:c1", resource, namespace, name, sentAt, status }, message);
 }
 
 function history(watches: WatchRecord[], ops: OpRecord[], faults: FaultRecord[] = []): History {
-  return {
-    seed: 1,
-    startedAt: 0,
-    endedAt: 60_000,
-    windowMs: 5000,
-    boundMs: 30_000,
-    mode: "test",
-    weakened: false,
-    workspaces: {},
-    watches: [rule, ...watches],
-    ops,
-    faults,
-    exits: [],
-    window: [],
-    gaps: [],
-  };
+  return historyOf({ endedAt: 60_000, mode: "test", watches: [rule, ...watches], ops, faults });
 }
 
 const vmRefs = (vpc: string): Record<string, unknown> => ({ spec: { vpcRef: { name: vpc } } });

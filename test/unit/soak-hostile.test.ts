@@ -4,79 +4,35 @@
 // slow-upload starvation would surface) is a violation whenever no real fault excuses it, slow uploads or not.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { check, RULE_RESOURCE } from "../../tools/soak/checker.ts";
-import type { History, HostileEpisode, OpRecord, WatchRecord } from "../../tools/soak/history.ts";
+import { check } from "../../tools/soak/checker.ts";
+import type { History, HostileEpisode, OpRecord } from "../../tools/soak/history.ts";
 import { summary } from "../../tools/soak/report.ts";
+import { historyOf, opRecord, ruleRecord } from "./soak-fixtures.ts";
 
 const VPCS = "vpcs.network.test.io";
 const ZONES = "zones.soak.test.io";
 const SERVERS = "servers.soak.test.io";
 
-const serverRule: WatchRecord = {
-  type: "INITIAL",
-  shard: "root",
-  cluster: "soak",
-  resource: RULE_RESOURCE,
-  namespace: "",
-  name: "server-dependencies",
-  rv: 1,
-  recvAt: 0,
-  object: {
-    metadata: { name: "server-dependencies", generation: 1 },
-    spec: {
-      dependent: { group: "soak.test.io", resource: "servers", kind: "Server", version: "v1" },
-      dependencies: [
-        { group: "network.test.io", resource: "vpcs", version: "v1", fieldRef: { path: ".spec.vpcRef.name" } },
-        { group: "soak.test.io", resource: "zones", version: "v1", fieldRef: { path: ".spec.zoneRef.name" } },
-      ],
-    },
-    status: { conditions: [{ type: "Ready", status: "True", observedGeneration: 1 }] },
-  },
-};
+const serverRule = ruleRecord(
+  "soak",
+  "server-dependencies",
+  { group: "soak.test.io", resource: "servers", kind: "Server", version: "v1" },
+  [
+    { group: "network.test.io", resource: "vpcs", version: "v1", fieldRef: { path: ".spec.vpcRef.name" } },
+    { group: "soak.test.io", resource: "zones", version: "v1", fieldRef: { path: ".spec.zoneRef.name" } },
+  ],
+);
 
-let nextId = 1;
-function op(
-  cluster: string,
-  resource: string,
-  namespace: string,
-  sentAt: number,
-  status: number,
-  message = "",
-): OpRecord {
-  return {
-    id: nextId++,
-    worker: "t",
-    kind: "delete-dry-run",
-    cluster,
-    workspace: `root:${cluster}`,
-    resource,
-    namespace,
-    name: "x",
-    sentAt,
-    answeredAt: sentAt + 100,
-    status,
+function op(cluster: string, resource: string, namespace: string, sentAt: number, status: number, message = "") {
+  const workspace = `root:${cluster}`;
+  return opRecord(
+    { kind: "delete-dry-run", cluster, workspace, resource, namespace, name: "x", sentAt, status },
     message,
-  };
+  );
 }
 
 function history(ops: OpRecord[], hostile: HostileEpisode[]): History {
-  return {
-    seed: 1,
-    startedAt: 0,
-    endedAt: 120_000,
-    windowMs: 5000,
-    boundMs: 30_000,
-    mode: "index lookup",
-    weakened: false,
-    workspaces: {},
-    watches: [serverRule],
-    ops,
-    faults: [],
-    exits: [],
-    window: [],
-    gaps: [],
-    hostile,
-  };
+  return historyOf({ endedAt: 120_000, mode: "index lookup", watches: [serverRule], ops, hostile });
 }
 
 const names: HostileEpisode = {
