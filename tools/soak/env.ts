@@ -21,13 +21,9 @@ import type { ProcessExit } from "./history.ts";
 import { SOAK_PROVIDER, serverRule, setupSoakProvider, soakBinding } from "./provider.ts";
 import type { RoundRobinProxy } from "./proxy.ts";
 import { startProcesses, type Supervised } from "./replicas.ts";
-import { CARELESS_PROVIDER, setupCarelessProvider, setupHostileConsumer } from "./tenants.ts";
+import { CARELESS_PROVIDER, setupCarelessProvider, setupHostileConsumer, type Consumer } from "./tenants.ts";
 
-export interface Consumer {
-  path: string;
-  cluster: string;
-  shard: string; // "root" | "shard-1"
-}
+export type { Consumer } from "./tenants.ts";
 
 const PLACEMENT = { depCtrl: "root", network: "root", compute: "root", consumer1: "root", consumer2: "shard-1" };
 const EXTRA_CONSUMERS = [

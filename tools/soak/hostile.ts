@@ -11,7 +11,6 @@ import { request } from "./kube.ts";
 import { KINDS, collection, type Kind } from "./kinds.ts";
 import { sleep, type WorkloadOptions } from "./oplog.ts";
 import { slowUploads } from "./slow-uploads.ts";
-import type { SoakOptions } from "./soak.ts";
 import { SOAK_INDEX_BUDGET } from "./tenants.ts";
 
 export const HOSTILE_NS = "hostile";
@@ -35,10 +34,18 @@ const TARGETS: { k: Kind; ns: string; name: string }[] = [
   { k: KINDS.vpc, ns: "default", name: "h-vpc" },
 ];
 
+/** What the hostile consumer takes of the soak's options (soak.ts). */
+export interface HostileSoakOptions {
+  lookup: "index" | "live";
+  hostileEveryMs: [number, number];
+  hostileHoldMs: [number, number];
+  log: (line: string) => void;
+}
+
 /** The hostile consumer's two workers, each on its own fork of the generator it is handed. */
 export function startHostile(
   env: SoakEnv,
-  o: Pick<SoakOptions, "lookup" | "hostileEveryMs" | "hostileHoldMs" | "log">,
+  o: HostileSoakOptions,
   history: History,
   w: WorkloadOptions,
   signal: AbortSignal,

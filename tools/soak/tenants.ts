@@ -8,8 +8,14 @@ import { apply, createWorkspace, waitForBinding } from "../kcp/api.ts";
 import { REPO_ROOT } from "../kcp/harness.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
 import { EXPORT_NAME, PATHS, depCtrlBinding, type Topology } from "../kcp/topology.ts";
-import type { Consumer } from "./env.ts";
 import { soakBinding } from "./provider.ts";
+
+/** A consumer workspace of the soak: its path, logical cluster and shard. */
+export interface Consumer {
+  path: string;
+  cluster: string;
+  shard: string; // "root" | "shard-1"
+}
 
 /** On the root shard, beside consumer1 (the sentinel's) and consumer4: their index store is the one it loads. */
 export const HOSTILE_CONSUMER = { path: "root:hostile-consumer", shard: "root" };

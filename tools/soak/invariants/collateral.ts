@@ -18,8 +18,8 @@
 // Hostile episodes are no fault: while only they are under way, every other refusal is a violation, and slow uploads
 // excuse nothing at all (a review takes a slot only once its body is whole).
 import type { FaultRecord, OpRecord } from "../history.ts";
-import type { Judging } from "./findings.ts";
-import { hostileDuring, hostileOwn, overlaps, refusalOf, type RefusalKind } from "./refusals.ts";
+import type { Judging, RefusalKind } from "./findings.ts";
+import { hostileDuring, hostileOwn, overlaps, refusalOf } from "./refusals.ts";
 import { iso, versionsOver } from "./timeline.ts";
 
 const DELETES = new Set(["delete", "delete-dry-run", "delete-collection", "probe", "window-probe"]);

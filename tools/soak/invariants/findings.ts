@@ -1,7 +1,9 @@
 // What checking a history finds, and what every invariant's check is handed.
 import type { History } from "../history.ts";
-import type { RefusalKind } from "./refusals.ts";
 import type { Timeline } from "./timeline.ts";
+
+/** How a delete was refused without a verdict on its dependents (refusals.ts says which answer is which). */
+export type RefusalKind = "unavailable" | "webhook failure" | "lookup failed" | "no answer";
 
 export type Invariant = "I1" | "I2" | "I3" | "I4" | "I5";
 

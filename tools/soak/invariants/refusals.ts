@@ -11,9 +11,7 @@
 //   - lookup failed: 500, the webhook's own "cannot check dependents ...: listing ... failed" (a live list failed);
 //   - no answer: our request got no answer at all (status 0: our client's 60 s timeout or a broken connection).
 import type { HostileEpisode, OpRecord } from "../history.ts";
-import type { Judging } from "./findings.ts";
-
-export type RefusalKind = "unavailable" | "webhook failure" | "lookup failed" | "no answer";
+import type { Judging, RefusalKind } from "./findings.ts";
 
 export const REFUSAL_KINDS: readonly RefusalKind[] = ["unavailable", "webhook failure", "lookup failed", "no answer"];
 
