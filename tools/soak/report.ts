@@ -117,10 +117,14 @@ export function summary(h: History, r: CheckResult): string {
 /** ms from each applied rule change to the first watch event showing the rule Ready for its new generation. */
 function ruleChangeToReady(h: History): number[] {
   const out: number[] = [];
-  for (const op of h.ops) {
-    if (op.kind !== "rule-churn" || op.status < 200 || op.status >= 300 || op.name.endsWith(":delete")) continue;
+  const churns = h.ops.filter((op) => op.kind === "rule-churn");
+  for (const op of churns) {
+    if (op.status < 200 || op.status >= 300 || op.name.endsWith(":delete")) continue;
+    // Events up to the next change of the same rule: an apply that changed nothing has none of its own.
+    const rule = op.name.split(":")[0];
+    const next = churns.find((o) => o.sentAt > op.sentAt && o.name.split(":")[0] === rule)?.sentAt ?? Infinity;
     const after = h.watches.filter(
-      (w) => w.name === op.name.split(":")[0] && w.recvAt >= op.sentAt && w.resource.startsWith("dependencyrules."),
+      (w) => w.name === rule && w.recvAt >= op.sentAt && w.recvAt < next && w.resource.startsWith("dependencyrules."),
     );
     if (after.length === 0) continue; // the apply changed nothing (same shape as before)
     const ready = after.find((w) => {
