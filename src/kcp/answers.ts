@@ -1,6 +1,7 @@
 // kcp's answers: reading a body within a byte cap or a watch stream line by line, and an error answer as ApiError
 // (HTTP status, the Status object whole: reason, message, details).
 import http from "node:http";
+import type { Readable } from "node:stream";
 
 /** A metav1.Status as the API server sends it with an error; `details.causes` carries a webhook's blockers. */
 export interface ApiStatus {
@@ -77,17 +78,22 @@ export async function readBody(
 }
 
 /** Calls `onLine` for each non-empty line of a streamed answer (a watch: one JSON event per line) until it ends. */
-export async function readLines(res: http.IncomingMessage, onLine: (line: string) => void): Promise<void> {
+export async function readLines(res: Readable, onLine: (line: string) => void): Promise<void> {
   res.setEncoding("utf8");
-  let buffered = "";
+  // A line's pieces are kept apart and joined once its newline arrives: growing one string chunk by chunk and
+  // searching it from the start copied a 1 MiB object (a hostile consumer's) some 60 times over, as garbage.
+  let pieces: string[] = [];
   for await (const chunk of res as AsyncIterable<string>) {
-    buffered += chunk;
+    let start = 0;
     let nl: number;
-    while ((nl = buffered.indexOf("\n")) >= 0) {
-      const line = buffered.slice(0, nl).trim();
-      buffered = buffered.slice(nl + 1);
+    while ((nl = chunk.indexOf("\n", start)) >= 0) {
+      pieces.push(chunk.slice(start, nl));
+      const line = pieces.join("").trim();
+      pieces = [];
+      start = nl + 1;
       if (line !== "") onLine(line);
     }
+    if (start < chunk.length) pieces.push(chunk.slice(start));
   }
 }
 
