@@ -173,14 +173,15 @@ test("a hostile consumer costs the webhook no memory and refuses only its own de
   // Its VMs (unkept references) block nothing: a VM delete is no VPC delete and goes through.
   assert.deepEqual(await tryDelete(hostile(), `${at(VMS)}/huge-0`), { allowed: true });
 
-  // Memory: the heap holds no more than the few hundred keys; RSS settles back once V8 has returned the event
-  // buffers (waited for, not slept).
+  // Memory: the heap holds no more than the few hundred keys (waited for, not slept). RSS is bounded far below what
+  // keeping the references would cost (300 MiB of strings, twice): V8 and the allocator do not always return the
+  // burst's pages within the wait (+25 to +81 MiB seen, heap back to 13 MiB), so RSS is reported, and only bounded.
   let after = await memory();
   await waitFor(
-    "the webhook's heap and RSS to settle within 10 MiB of where they were",
+    "the webhook's heap to settle within 10 MiB of where it was, and RSS within 128 MiB",
     async () => {
       after = await memory();
-      return (after.heap - before.heap < 10 && after.rss - before.rss < 10) || undefined;
+      return (after.heap - before.heap < 10 && after.rss - before.rss < 128) || undefined;
     },
     { timeoutMs: 120_000, intervalMs: 1_000 },
   ).catch((err: unknown) => {
