@@ -12,7 +12,19 @@ import { apply, createWorkspace, waitForBinding, type KObject } from "../../tool
 import { waitFor } from "../../tools/kcp/process.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
 import { EXPORT_NAME, PATHS, depCtrlBinding, grantIndex, type KcpEnv } from "../../tools/kcp/topology.ts";
-import { RULES, VPCS, assertDenied, at, create, tryDelete, vm, vpc, waitForProtection, type E2E } from "./helpers.ts";
+import {
+  RULES,
+  VPCS,
+  assertDenied,
+  at,
+  create,
+  exportedKind,
+  tryDelete,
+  vm,
+  vpc,
+  waitForProtection,
+  type E2E,
+} from "./helpers.ts";
 
 const GADGETS = { path: "root:gadget-provider", export: "gadget.test.io", kind: "Gadget", resource: "gadgets" };
 const WIDGETS = { path: "root:careless-provider", export: "widget.test.io", kind: "Widget", resource: "widgets" };
@@ -30,24 +42,8 @@ export interface Placement {
 
 /** A provider exporting one namespaced kind whose objects name a VPC at .spec.vpcRef.name. */
 function exportOf(p: Provider): KObject[] {
-  const group = p.export;
   const vpcRef = { type: "object", properties: { name: { type: "string" } } };
-  const schema = { type: "object", properties: { spec: { type: "object", properties: { vpcRef } } } };
-  const names = { kind: p.kind, listKind: `${p.kind}List`, plural: p.resource, singular: p.kind.toLowerCase() };
-  return [
-    {
-      apiVersion: "apis.kcp.io/v1alpha1",
-      kind: "APIResourceSchema",
-      metadata: { name: `v1.${p.resource}.${group}` },
-      spec: { group, names, scope: "Namespaced", versions: [{ name: "v1", served: true, storage: true, schema }] },
-    },
-    {
-      apiVersion: "apis.kcp.io/v1alpha2",
-      kind: "APIExport",
-      metadata: { name: group },
-      spec: { resources: [{ group, name: p.resource, schema: `v1.${p.resource}.${group}`, storage: { crd: {} } }] },
-    },
-  ];
+  return exportedKind({ group: p.export, kind: p.kind, plural: p.resource, specProperties: { vpcRef } });
 }
 
 const binding = (name: string, path: string): KObject => ({

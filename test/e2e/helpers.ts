@@ -71,6 +71,34 @@ export async function create(ws: RestClient, ...objects: KObject[]): Promise<voi
   await apply(ws, objects);
 }
 
+/** A test provider's API: one namespaced kind at v1 (its APIResourceSchema) and the APIExport named after its group. */
+export function exportedKind(api: {
+  group: string;
+  kind: string;
+  plural: string;
+  /** The properties of the kind's `.spec`. */
+  specProperties: Record<string, unknown>;
+}): KObject[] {
+  const { group, kind, plural } = api;
+  const schemaName = `v1.${plural}.${group}`;
+  const names = { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() };
+  const schema = { type: "object", properties: { spec: { type: "object", properties: api.specProperties } } };
+  return [
+    {
+      apiVersion: "apis.kcp.io/v1alpha1",
+      kind: "APIResourceSchema",
+      metadata: { name: schemaName },
+      spec: { group, names, scope: "Namespaced", versions: [{ name: "v1", served: true, storage: true, schema }] },
+    },
+    {
+      apiVersion: "apis.kcp.io/v1alpha2",
+      kind: "APIExport",
+      metadata: { name: group },
+      spec: { resources: [{ group, name: plural, schema: schemaName, storage: { crd: {} } }] },
+    },
+  ];
+}
+
 export interface E2E<K extends KcpEnv = Kcp> {
   readonly kcp: K;
   readonly topo: Topology;

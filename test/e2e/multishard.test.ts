@@ -19,6 +19,7 @@ import {
   at,
   create,
   e2eSuite,
+  exportedKind,
   subnet,
   tryDelete,
   vm,
@@ -28,44 +29,12 @@ import {
 } from "./helpers.ts";
 
 /** The edge provider's API: Gateways, each naming the VPC it serves. */
-const GATEWAY_API = [
-  {
-    apiVersion: "apis.kcp.io/v1alpha1",
-    kind: "APIResourceSchema",
-    metadata: { name: "v1.gateways.edge.test.io" },
-    spec: {
-      group: "edge.test.io",
-      names: { kind: "Gateway", listKind: "GatewayList", plural: "gateways", singular: "gateway" },
-      scope: "Namespaced",
-      versions: [
-        {
-          name: "v1",
-          served: true,
-          storage: true,
-          schema: {
-            type: "object",
-            properties: {
-              spec: {
-                type: "object",
-                properties: { vpcRef: { type: "object", properties: { name: { type: "string" } } } },
-              },
-            },
-          },
-        },
-      ],
-    },
-  },
-  {
-    apiVersion: "apis.kcp.io/v1alpha2",
-    kind: "APIExport",
-    metadata: { name: "edge.test.io" },
-    spec: {
-      resources: [
-        { group: "edge.test.io", name: "gateways", schema: "v1.gateways.edge.test.io", storage: { crd: {} } },
-      ],
-    },
-  },
-];
+const GATEWAY_API = exportedKind({
+  group: "edge.test.io",
+  kind: "Gateway",
+  plural: "gateways",
+  specProperties: { vpcRef: { type: "object", properties: { name: { type: "string" } } } },
+});
 
 const e2e = e2eSuite(() => startShardedKcp({ tokens: TOKENS }), {
   placement: { depCtrl: "root", network: "root", compute: "root", consumer1: "root", consumer2: "shard-1" },

@@ -15,7 +15,19 @@ import { waitFor } from "../../../tools/kcp/process.ts";
 import { startKcp } from "../../../tools/kcp/harness.ts";
 import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, grantIndex, scrapeSeries } from "../../../tools/kcp/topology.ts";
 import { dependencyRule } from "../../../tools/kcp/rules.ts";
-import { VPCS, VMS, assertDenied, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "../helpers.ts";
+import {
+  VPCS,
+  VMS,
+  assertDenied,
+  at,
+  create,
+  e2eSuite,
+  exportedKind,
+  tryDelete,
+  vm,
+  vpc,
+  waitForProtection,
+} from "../helpers.ts";
 
 const e2e = e2eSuite(() => startKcp({ tokens: TOKENS }), { lookup: "index" });
 const LISTS = "root:list-provider";
@@ -24,39 +36,12 @@ const RACKS = "/apis/lists.test.io/v1/namespaces/default/racks";
 const MIB = 1 << 20;
 
 /** A provider whose Racks name VPCs in a list of strings (the listing field path `.spec.vpcNames[*]`). */
-const LIST_PROVIDER: KObject[] = [
-  {
-    apiVersion: "apis.kcp.io/v1alpha1",
-    kind: "APIResourceSchema",
-    metadata: { name: "v1.racks.lists.test.io" },
-    spec: {
-      group: "lists.test.io",
-      names: { kind: "Rack", listKind: "RackList", plural: "racks", singular: "rack" },
-      scope: "Namespaced",
-      versions: [
-        {
-          name: "v1",
-          served: true,
-          storage: true,
-          schema: {
-            type: "object",
-            properties: {
-              spec: { type: "object", properties: { vpcNames: { type: "array", items: { type: "string" } } } },
-            },
-          },
-        },
-      ],
-    },
-  },
-  {
-    apiVersion: "apis.kcp.io/v1alpha2",
-    kind: "APIExport",
-    metadata: { name: "lists.test.io" },
-    spec: {
-      resources: [{ group: "lists.test.io", name: "racks", schema: "v1.racks.lists.test.io", storage: { crd: {} } }],
-    },
-  },
-];
+const LIST_PROVIDER = exportedKind({
+  group: "lists.test.io",
+  kind: "Rack",
+  plural: "racks",
+  specProperties: { vpcNames: { type: "array", items: { type: "string" } } },
+});
 
 const binding = (name: string, path: string): KObject => ({
   apiVersion: "apis.kcp.io/v1alpha2",
