@@ -27,6 +27,7 @@ import type { ICertificate, IIssuer } from "@kubernetes-models/cert-manager/cert
 import type { IServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { parseConfig } from "../../src/cmd/controller.ts";
+import { imageCommand } from "../../tools/kcp/binaries.ts";
 import { parseConfig as parseWebhookConfig } from "../../src/cmd/webhook.ts";
 import { DEFAULT_LIMITS, type TransportLimits } from "../../src/webhook/http/limits.ts";
 
@@ -255,7 +256,7 @@ function checkDeployment(
   assert.equal(spec.securityContext?.seccompProfile?.type, "RuntimeDefault");
   assert.equal(spec.containers.length, 1);
   const c = must(spec.containers[0], "container");
-  assert.deepEqual(c.command, ["node", "--enable-source-maps", `/app/dist/cmd/${component}.js`]);
+  assert.deepEqual(c.command, imageCommand(component));
   assert.ok(existsSync(path.join(REPO, `src/cmd/${component}.ts`)), "the command's source exists");
   assert.equal(c.securityContext?.allowPrivilegeEscalation, false);
   assert.equal(c.securityContext?.readOnlyRootFilesystem, true);

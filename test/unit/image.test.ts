@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { NODE_FLAGS, imageCommand } from "../../tools/kcp/binaries.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 
 const dockerfile = readFileSync(path.join(REPO_ROOT, "Dockerfile"), "utf8");
@@ -53,7 +54,7 @@ describe("OCI image (static checks)", () => {
     assert.ok(m, `USER ${user} is numeric (runAsNonRoot can verify it)`);
     assert.notEqual(Number(m[1]), 0);
     const entry = finalStage.find((i) => i.op === "ENTRYPOINT")?.args ?? "";
-    assert.deepEqual(JSON.parse(entry), ["node", "--enable-source-maps", "/app/dist/cmd/controller.js"]);
+    assert.deepEqual(JSON.parse(entry), imageCommand("controller"));
   });
 
   it("copies from the build context only what exists and .dockerignore lets in", () => {
@@ -95,14 +96,18 @@ describe("OCI image (static checks)", () => {
       );
       const usage: Record<string, RegExp> = { controller: /^Usage: controller/, webhook: /^Usage: dependency-webhook/ };
       for (const [, file = "", name = ""] of named) {
-        const out = execFileSync(process.execPath, ["--enable-source-maps", path.join(dist, file), "--help"], {
-          encoding: "utf8",
-          env: { PATH: process.env["PATH"] ?? "", NODE_ENV: "production" },
-          timeout: 30_000,
-        });
+        const out = execFileSync(
+          process.execPath,
+          ["--enable-source-maps", ...NODE_FLAGS, path.join(dist, file), "--help"],
+          {
+            encoding: "utf8",
+            env: { PATH: process.env["PATH"] ?? "", NODE_ENV: "production" },
+            timeout: 30_000,
+          },
+        );
         assert.match(out, usage[name] ?? /x^/);
         const template = readFileSync(path.join(REPO_ROOT, `deploy/chart/templates/${name}-deployment.yaml`), "utf8");
-        assert.ok(template.includes(`command: [node, --enable-source-maps, /app/dist/cmd/${name}.js]`));
+        assert.ok(template.includes(`command: [${imageCommand(name as "webhook" | "controller").join(", ")}]`));
       }
     });
   });

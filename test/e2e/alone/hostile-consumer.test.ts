@@ -3,9 +3,9 @@
 // naming more than the budget's names is kept unread by its key), so the webhook's memory stays where it was, the
 // other consumers' deletes are decided as before, and only the hostile workspace's own deletes covered by the listing
 // type get 503 (naming nothing), which the gauges show.
-// It runs alone (test/e2e/alone/, after the two-at-a-time pool): the RSS it measures comes back only once V8 and the
-// allocator return the burst's pages, and on a busy machine they did not within the wait (CI run of 178eb8f: heap used
-// 17.5 -> 13.4 MiB, RSS 111.8 -> 180.2 MiB; under a soak beside it, RSS +30 and +81 MiB), while alone it settled each time.
+// The webhook runs with the image's V8 flags (NODE_FLAGS, tools/kcp/binaries.ts): without the cap on the young
+// generation, RSS stayed +25 to +81 MiB after the burst with the heap back where it was (the pages V8 grew to). It runs
+// alone (test/e2e/alone/, after the two-at-a-time pool), so another test's load does not delay V8 returning the pages.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -158,17 +158,16 @@ test("a hostile consumer costs the webhook no memory and refuses only its own de
   // Its VMs (unkept references) block nothing: a VM delete is no VPC delete and goes through.
   assert.deepEqual(await tryDelete(hostile(), `${at(VMS)}/huge-0`), { allowed: true });
 
-  // Memory: the heap holds no more than the few hundred keys (waited for, not slept). RSS is bounded far below what
-  // keeping the references would cost (300 MiB of strings, twice): V8 and the allocator do not always return the
-  // burst's pages within the wait (+25 to +81 MiB seen, heap back to 13 MiB), so RSS is reported, and only bounded.
+  // Memory: the heap holds no more than the few hundred keys, and RSS comes back once V8 returns the burst's pages
+  // (about 100 s after it on a quiet machine; waited for, not slept).
   let after = await memory();
   await waitFor(
-    "the webhook's heap to settle within 10 MiB of where it was, and RSS within 128 MiB",
+    "the webhook's heap and RSS to settle within 10 MiB of where they were",
     async () => {
       after = await memory();
-      return (after.heap - before.heap < 10 && after.rss - before.rss < 128) || undefined;
+      return (after.heap - before.heap < 10 && after.rss - before.rss < 10) || undefined;
     },
-    { timeoutMs: 120_000, intervalMs: 1_000 },
+    { timeoutMs: 300_000, intervalMs: 1_000 },
   ).catch((err: unknown) => {
     throw new Error(`${String(err)}; before ${JSON.stringify(before)}, after ${JSON.stringify(after)}`);
   });
