@@ -67,7 +67,6 @@ export interface StatusWrite {
   status: RuleStatus;
 }
 
-/** The rule statuses that differ from what the rules carry, given how the installs went. */
 /** What the webhook's index report says of this rule's dependent type; undefined without a report. */
 function indexStateOf(rule: ParsedRule, report: IndexReport | undefined): RuleFacts["index"] {
   if (!report || !rule.dependent) return undefined;
@@ -75,11 +74,18 @@ function indexStateOf(rule: ParsedRule, report: IndexReport | undefined): RuleFa
   return report[key] ?? { state: "missing" };
 }
 
+/** Ready reasons that only wait for the webhook's first list of the rule's dependent type (index-status.ts). */
+const AWAITING_INDEX = new Set(["IndexSyncing", "NotReported"]);
+
+/**
+ * The rule statuses that differ from what the rules carry, given how the installs went, and how many rules are not
+ * Ready only because the webhook has not listed their dependent type yet (the report is read again soon for them).
+ */
 export function planStatuses(
   obs: Observation,
   installs: ReadonlyMap<LogicalClusterName, InstallResult>,
   now: string,
-): StatusWrite[] {
+): { writes: StatusWrite[]; awaitingIndex: number } {
   const cycles = findCycles(
     obs.rules.flatMap(({ parsed }) =>
       parsed.dependent
@@ -88,6 +94,7 @@ export function planStatuses(
     ),
   );
   const writes: StatusWrite[] = [];
+  let awaitingIndex = 0;
   for (const rule of obs.rules) {
     const { parsed, object } = rule;
     const own = new Map<string, Resolution>();
@@ -112,6 +119,8 @@ export function planStatuses(
       now,
     );
     if (statusChanged(object.status, status)) writes.push({ rule, status });
+    const ready = status.conditions?.find((c) => c.type === "Ready");
+    if (ready && AWAITING_INDEX.has(ready.reason)) awaitingIndex++;
   }
-  return writes;
+  return { writes, awaitingIndex };
 }

@@ -47,6 +47,9 @@ export interface ReconcilerDeps {
   clock?: Clock;
 }
 
+/** How soon a pass runs again while a rule waits for the webhook's first list of its dependent type. */
+export const INDEX_POLL_MS = 3_000;
+
 const clusterOf = (o: { metadata: { annotations?: Record<string, string> } }): LogicalClusterName | undefined =>
   parseLogicalClusterName(o.metadata.annotations?.[CLUSTER_ANNOTATION]);
 
@@ -158,14 +161,16 @@ export class Reconciler {
 
     const now = new Date((this.deps.clock ?? realClock).now()).toISOString().replace(/\.\d{3}Z$/, "Z");
     let statusErrors = 0;
-    for (const { rule, status } of planStatuses(obs, installs, now)) {
+    const { writes, awaitingIndex } = planStatuses(obs, installs, now);
+    for (const { rule, status } of writes) {
       if (!this.deps.mayWrite()) return { requeueAfterMs: 1_000 };
       if ((await this.writer.writeStatus(rule, status, DEPENDENCY_RULES_PATH)).kind === "failed") statusErrors++;
     }
     if (statusErrors > 0) throw new Error(`writing status of ${statusErrors} rule(s) failed`);
     const failedInstalls = [...installs.values()].filter((r) => !r.ok).length;
     if (failedInstalls > 0) throw new Error(`webhook configuration writes failed in ${failedInstalls} workspace(s)`);
-    return {};
+    // The report is not watched: a rule waiting for the webhook's first list is looked at again soon, not at resync.
+    return awaitingIndex > 0 ? { requeueAfterMs: INDEX_POLL_MS } : {};
   }
 
   private async resolveAll(rules: readonly ParsedRule[]): Promise<Map<string, Resolution>> {

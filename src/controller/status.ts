@@ -127,9 +127,10 @@ function acyclic(rule: ParsedRule, facts: RuleFacts): Verdict {
 function ready(rule: ParsedRule, others: [ConditionType, Verdict][]): Verdict {
   if (rule.problems.length > 0)
     return { status: "False", reason: "InvalidSpec", message: `invalid rule: ${rule.problems.join("; ")}` };
-  // An index still syncing or not reported yet is a moment, not a fault: only a failing index makes a rule not Ready.
+  // Ready means the rule refuses what it should now. An index listing again (IndexResyncing) fails closed meanwhile,
+  // so it is; a first listing (IndexSyncing) or no report yet (NotReported) enforces nothing yet, so it is not.
   const failing = others.filter(
-    ([t, v]) => v.status !== "True" && !(t === "DependentsIndexed" && v.status === "Unknown"),
+    ([t, v]) => v.status !== "True" && !(t === "DependentsIndexed" && v.reason === "IndexResyncing"),
   );
   if (failing.length === 0) return { status: "True", reason: "Ready", message: "deletion protection is installed" };
   return {

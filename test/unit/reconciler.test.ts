@@ -13,7 +13,9 @@ import { DEPENDENCY_RULES_PATH, logicalClusterName, WEBHOOK_CONFIGURATIONS_PATH 
 import { type ValidatingWebhookConfiguration, WORKSPACE_PATHS_ANNOTATION } from "../../src/controller/desired.ts";
 import { createMetrics } from "../../src/controller/metrics.ts";
 import type { RuleObject } from "../../src/controller/plan.ts";
-import { Reconciler, type ReconcilerDeps } from "../../src/controller/reconciler.ts";
+import { INDEX_POLL_MS, Reconciler, type ReconcilerDeps } from "../../src/controller/reconciler.ts";
+import { dependentTypeKey, type IndexReport } from "../../src/api/index-report.ts";
+import { parseRule } from "../../src/api/rule.ts";
 import type { ClusterClient } from "../../src/controller/writer.ts";
 import { APIEXPORTS_PATH, APIRESOURCESCHEMAS_PATH } from "../../src/kcp/exports.ts";
 import { ApiError, type RequestOptions } from "../../src/kcp/rest.ts";
@@ -217,6 +219,19 @@ describe("Reconciler", () => {
     const writes = kcp.writes.length;
     assert.deepEqual(await reconciler.reconcile(), {});
     assert.equal(kcp.writes.length, writes, `second pass wrote: ${kcp.writes.slice(writes).join(", ")}`);
+  });
+
+  it("looks again soon while a rule waits for the webhook's first list of its type, and not once it is indexed", async () => {
+    const { kcp, reconciler, deps } = setup();
+    kcp.addRule(vmRule());
+    const report: IndexReport = {};
+    deps.readIndexReport = () => Promise.resolve(report);
+    assert.deepEqual(await reconciler.reconcile(), { requeueAfterMs: INDEX_POLL_MS });
+    assert.deepEqual(ruleStatus(kcp).Ready, ["False", "NotReported"]);
+    const dependent = parseRule(kcp.rules.get(`${COMPUTE}/vm`)!)!.dependent!;
+    report[dependentTypeKey({ ...dependent, exportCluster: COMPUTE })] = { state: "ready" };
+    assert.deepEqual(await reconciler.reconcile(), {});
+    assert.deepEqual(ruleStatus(kcp).Ready, ["True", "Ready"]);
   });
 
   it("does not enforce a rule whose dependent its workspace does not serve, and says which field", async () => {

@@ -124,5 +124,20 @@ describe("rule status: a revoked consent fails closed for REVOCATION_GRACE_MS, t
     const fresh = computeStatus(rule, facts({ index: { state: "syncing" } }), undefined, T0);
     assert.equal(cond(fresh, "DependentsIndexed").reason, "IndexSyncing");
     assert.match(cond(fresh, "DependentsIndexed").message, /not enforced yet/);
+    // Ready says whether the rule refuses now: yes while a protecting index lists again, not before the first list.
+    assert.deepEqual([cond(again, "Ready").status, cond(again, "Ready").reason], ["True", "Ready"]);
+    assert.deepEqual([cond(fresh, "Ready").status, cond(fresh, "Ready").reason], ["False", "IndexSyncing"]);
+    assert.match(cond(fresh, "Ready").message, /^DependentsIndexed: .*not enforced yet$/);
+  });
+
+  it("a rule the webhook has not reported on yet is not Ready, and turns Ready once its type is indexed", () => {
+    const unreported = computeStatus(rule, facts({ index: { state: "missing" } }), undefined, T0);
+    assert.equal(cond(unreported, "DependentsIndexed").reason, "NotReported");
+    assert.deepEqual([cond(unreported, "Ready").status, cond(unreported, "Ready").reason], ["False", "NotReported"]);
+    const indexed = computeStatus(rule, facts({ index: { state: "ready" } }), unreported, at(1));
+    assert.deepEqual([cond(indexed, "Ready").status, cond(indexed, "Ready").reason], ["True", "Ready"]);
+    // Without a report (live mode, or no index-mode webhook yet) there is no DependentsIndexed to wait for.
+    const live = computeStatus(rule, facts(), undefined, T0);
+    assert.deepEqual([cond(live, "Ready").status, cond(live, "Ready").reason], ["True", "Ready"]);
   });
 });
