@@ -8,7 +8,7 @@
 // careless-authors.test.ts runs the cases on one kcp, careless-authors-sharded.test.ts on two shards.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
+import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
 import { EXPORT_NAME, PATHS, depCtrlBinding, grantIndex, type KcpEnv } from "../../tools/kcp/topology.ts";
@@ -45,13 +45,6 @@ function exportOf(p: Provider): KObject[] {
   const vpcRef = { type: "object", properties: { name: { type: "string" } } };
   return exportedKind({ group: p.export, kind: p.kind, plural: p.resource, specProperties: { vpcRef } });
 }
-
-const binding = (name: string, path: string): KObject => ({
-  apiVersion: "apis.kcp.io/v1alpha2",
-  kind: "APIBinding",
-  metadata: { name },
-  spec: { reference: { export: { path, name } } },
-});
 
 /** The dep-ctrl binding with only the webhook-configuration claim accepted: the read-only claims declined. */
 function declinedBinding(): KObject[] {
@@ -107,9 +100,9 @@ class Careless {
     await this.create(HOLDER, this.placement.shards?.holder);
     const holder = this.ws(HOLDER);
     await apply(holder, [
-      binding("network.test.io", PATHS.network),
-      binding(GADGETS.export, GADGETS.path),
-      binding(WIDGETS.export, WIDGETS.path),
+      apiBinding("network.test.io", PATHS.network),
+      apiBinding(GADGETS.export, GADGETS.path),
+      apiBinding(WIDGETS.export, WIDGETS.path),
     ]);
     for (const b of ["network.test.io", GADGETS.export, WIDGETS.export]) await waitForBinding(holder, b);
     await create(holder, vpc("g-vpc"), item(GADGETS, "g-1", "g-vpc"), vpc("w-vpc"), item(WIDGETS, "w-1", "w-vpc"));

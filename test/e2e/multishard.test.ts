@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { apply, createWorkspace, waitForBinding } from "../../tools/kcp/api.ts";
+import { apiBinding, apply, createWorkspace, waitForBinding } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { startShardedKcp } from "../../tools/kcp/sharded.ts";
 import { ENDPOINT_SLICES_PATH, endpointUrls, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
@@ -94,14 +94,7 @@ test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by t
   await waitForBinding(e2e.kcp.ws(edge), EXPORT_NAME);
   await grantIndex(e2e.kcp, edge, "edge.test.io");
   for (const { ws } of consumers()) {
-    await apply(ws, [
-      {
-        apiVersion: "apis.kcp.io/v1alpha2",
-        kind: "APIBinding",
-        metadata: { name: "edge.test.io" },
-        spec: { reference: { export: { path: edge, name: "edge.test.io" } } },
-      },
-    ]);
+    await apply(ws, [apiBinding("edge.test.io", edge)]);
     await waitForBinding(ws, "edge.test.io");
   }
   // With a binding on shard-1, the dep-ctrl export gains a second virtual-workspace endpoint.

@@ -149,6 +149,14 @@ interface APIBinding {
   status?: { phase?: string; conditions?: { type: string; status: string }[] };
 }
 
+/** An APIBinding of the export `name` in workspace `path`, named after the export (no permission claims). */
+export const apiBinding = (name: string, path: string): KObject => ({
+  apiVersion: "apis.kcp.io/v1alpha2",
+  kind: "APIBinding",
+  metadata: { name },
+  spec: { reference: { export: { path, name } } },
+});
+
 /** Waits until an APIBinding in the workspace is Bound with its claims applied. */
 export async function waitForBinding(ws: RestClient, name: string, timeoutMs = 60_000): Promise<void> {
   await waitFor(

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { LogicalClusterName } from "../../src/api/types.ts";
-import { apply, createWorkspace, waitForBinding, type KObject } from "../kcp/api.ts";
+import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../kcp/api.ts";
 import { REPO_ROOT } from "../kcp/harness.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
 import { EXPORT_NAME, PATHS, depCtrlBinding, grantIndex, type LookupMode } from "../kcp/topology.ts";
@@ -23,12 +23,7 @@ export async function setupSoakProvider(kcp: ShardedKcp, lookup: LookupMode): Pr
 }
 
 export function soakBinding(): KObject {
-  return {
-    apiVersion: "apis.kcp.io/v1alpha2",
-    kind: "APIBinding",
-    metadata: { name: "soak.test.io" },
-    spec: { reference: { export: { path: SOAK_PROVIDER, name: "soak.test.io" } } },
-  };
+  return apiBinding("soak.test.io", SOAK_PROVIDER);
 }
 
 /** The churned rule's shapes: with or without the zone, and the subnet path as a list or a single reference. */

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import type { RestClient } from "../../../src/kcp/rest.ts";
-import { apply, createWorkspace, waitForBinding, type KObject } from "../../../tools/kcp/api.ts";
+import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../../tools/kcp/api.ts";
 import { waitFor } from "../../../tools/kcp/process.ts";
 import { startKcp } from "../../../tools/kcp/harness.ts";
 import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, grantIndex, scrapeSeries } from "../../../tools/kcp/topology.ts";
@@ -41,13 +41,6 @@ const LIST_PROVIDER = exportedKind({
   kind: "Rack",
   plural: "racks",
   specProperties: { vpcNames: { type: "array", items: { type: "string" } } },
-});
-
-const binding = (name: string, path: string): KObject => ({
-  apiVersion: "apis.kcp.io/v1alpha2",
-  kind: "APIBinding",
-  metadata: { name },
-  spec: { reference: { export: { path, name } } },
 });
 
 const rack = (name: string, vpcNames: string[]): KObject => ({
@@ -94,12 +87,12 @@ async function setUpListProviderAndHostile(): Promise<void> {
   await createWorkspace(kcp.admin, HOSTILE);
   const hostile = kcp.ws(HOSTILE);
   await apply(hostile, [
-    binding("network.test.io", PATHS.network),
-    binding("compute.test.io", PATHS.compute),
-    binding("lists.test.io", LISTS),
+    apiBinding("network.test.io", PATHS.network),
+    apiBinding("compute.test.io", PATHS.compute),
+    apiBinding("lists.test.io", LISTS),
   ]);
   for (const b of ["network.test.io", "compute.test.io", "lists.test.io"]) await waitForBinding(hostile, b);
-  await apply(kcp.ws(PATHS.consumer1), [binding("lists.test.io", LISTS)]);
+  await apply(kcp.ws(PATHS.consumer1), [apiBinding("lists.test.io", LISTS)]);
   await waitForBinding(kcp.ws(PATHS.consumer1), "lists.test.io");
 }
 
