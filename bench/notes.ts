@@ -23,7 +23,7 @@ export function notesFor(others: number, from: BinariesFrom, modes: readonly Loo
   return [
     "single-shard kcp: `kcp start` is its own front door, so 'through the front-proxy' means through kcp itself",
     from === "dist"
-      ? "binaries: the compiled JavaScript the image runs (dist/cmd/*.js with --enable-source-maps)"
+      ? "binaries: the compiled JavaScript the image runs (dist/cmd/*.js with --enable-source-maps --max-semi-space-size=4)"
       : "binaries: the TypeScript entry points (src/cmd/*.ts, types stripped by Node at load; more memory than the image)",
     `lookup modes: ${modes.join(", ")}; the webhook process is restarted with the other --lookup on the same kcp and ` +
       "port (the controller keeps running); index mode decides from a watch of the VMs through the compute " +

@@ -14,8 +14,8 @@ export interface BinaryProcess {
 /**
  * Where the binaries start from: `src` runs the TypeScript entry points as a developer does (Node strips the types at
  * load); `dist` runs the compiled JavaScript the container image ships (`npm run build`, then
- * `node --enable-source-maps --max-semi-space-size=4 dist/cmd/<name>.js`, the Dockerfile's command). Behaviour is the same; memory is not, so
- * the benchmark measures `dist`.
+ * `node --enable-source-maps <NODE_FLAGS> dist/cmd/<name>.js`, the Dockerfile's command). Behaviour is the same;
+ * memory is not, so the benchmark measures `dist`.
  */
 export type BinariesFrom = "src" | "dist";
 
