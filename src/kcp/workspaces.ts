@@ -12,9 +12,15 @@
 // one level per segment only until a cached answer, and paths deeper than the cap are refused unread. So a path of n
 // segments costs at most n - 1 GETs per walk, and each prefix is read at most once per `ttlMs` while its answer is
 // definite or good.
+//
+// What the cache may cost this process is bounded too, because rule authors pick the paths (a dry-run apply of a rule
+// with fresh paths adds up to paths × segments answers): answers and last good clusters are each kept for at most
+// `maxEntries` paths, the least recently used forgotten first, at a constant cost per answer whatever the size. A
+// forgotten answer costs one read when its path is asked again.
 import type { LogicalClusterName, WorkspacePath } from "../api/types.ts";
 import { logicalClusterName, MAX_PROVIDER_PATH_SEGMENTS, parseLogicalClusterName, workspacePath } from "../api/wire.ts";
 import { realClock, type Clock } from "../util/clock.ts";
+import { Lru } from "../util/lru.ts";
 import { isApiError, type RestClient } from "./rest.ts";
 
 /** The root workspace has no Workspace object; its logical cluster is named like its path. */
@@ -27,8 +33,11 @@ function causeOf(reason: string): string {
 /** Definite answers about a workspace still being set up: read again as soon as a transient failure would be. */
 const SETTLING = new WeakSet<Resolution>();
 
-/** Cached answers kept before expired ones are swept out. */
-const MAX_ENTRIES = 4096;
+/**
+ * Paths whose answer (and, apart, last good cluster) is kept: 512 rules' worth of 32 distinct paths, more where their
+ * prefixes are shared. Measured about 580 bytes of heap per path of some 25 characters with both, so about 9 MiB full.
+ */
+export const DEFAULT_MAX_CACHED_PATHS = 16_384;
 
 /**
  * `transient` marks failures that say nothing about the workspace itself (no permission, network, server error):
@@ -53,6 +62,8 @@ export interface WorkspaceResolverOptions {
   retryMs?: number;
   /** Longest path resolved; deeper ones are refused without a read (default MAX_PROVIDER_PATH_SEGMENTS). */
   maxSegments?: number;
+  /** Most paths whose answer is kept, and apart most whose last good cluster is (default DEFAULT_MAX_CACHED_PATHS). */
+  maxEntries?: number;
   /** Ages the cache (default the real clock). */
   clock?: Clock;
 }
@@ -66,11 +77,11 @@ interface Entry {
 }
 
 export class WorkspaceResolver {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: Lru<string, Entry>;
   /** Reads running now, joined by every caller asking for the same path meanwhile. */
   private readonly inflight = new Map<string, Promise<Resolution>>();
   /** Last successful answer per path, kept through transient failures (not through definite ones). */
-  private readonly lastGood = new Map<string, LogicalClusterName>();
+  private readonly lastGood: Lru<string, LogicalClusterName>;
   private readonly base: Pick<RestClient, "get">;
   private readonly ttlMs: number;
   private readonly retryMs: number;
@@ -83,6 +94,13 @@ export class WorkspaceResolver {
     this.retryMs = opts.retryMs ?? 5_000;
     this.maxSegments = opts.maxSegments ?? MAX_PROVIDER_PATH_SEGMENTS;
     this.clock = opts.clock ?? realClock;
+    this.entries = new Lru(opts.maxEntries ?? DEFAULT_MAX_CACHED_PATHS);
+    this.lastGood = new Lru(opts.maxEntries ?? DEFAULT_MAX_CACHED_PATHS);
+  }
+
+  /** How many paths have a cached answer, and how many a last good cluster (each at most `maxEntries`). */
+  cached(): { answers: number; lastGood: number } {
+    return { answers: this.entries.size, lastGood: this.lastGood.size };
   }
 
   async resolve(path: WorkspacePath): Promise<Resolution> {
@@ -123,8 +141,6 @@ export class WorkspaceResolver {
   /** Caches a fresh answer: good and definite ones for the TTL, transient ones with backoff. */
   private remember(path: string, answer: Resolution): Resolution {
     const now = this.clock.now();
-    // Paths of deleted rules are not asked again: past a size, expired answers go (the last good ones stay).
-    if (this.entries.size >= MAX_ENTRIES) for (const [k, e] of this.entries) if (now >= e.until) this.entries.delete(k);
     if (answer.ok) {
       this.lastGood.set(path, answer.cluster);
       this.entries.set(path, { answer, until: now + this.ttlMs, failures: 0 });
@@ -192,11 +208,13 @@ export class WorkspaceResolver {
 
   /** Forgets a path and everything below it, e.g. after a write to its logical cluster failed. */
   invalidate(path: string): void {
-    for (const key of this.entries.keys()) if (key === path || key.startsWith(`${path}:`)) this.entries.delete(key);
+    for (const [key] of this.entries.entries())
+      if (key === path || key.startsWith(`${path}:`)) this.entries.delete(key);
   }
 
   /** Forgets every path that resolved to this logical cluster. */
   invalidateCluster(cluster: string): void {
-    for (const [key, e] of this.entries) if (e.answer.ok && e.answer.cluster === cluster) this.invalidate(key);
+    for (const [key, e] of this.entries.entries())
+      if (e.answer.ok && e.answer.cluster === cluster) this.invalidate(key);
   }
 }
