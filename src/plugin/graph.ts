@@ -3,6 +3,7 @@
 // source.ts.
 import type { ParsedRule } from "../api/rule.ts";
 import { stronglyConnected } from "../util/graph.ts";
+import { printable, printableJson } from "../util/printable.ts";
 
 export interface GraphNode {
   id: string;
@@ -136,6 +137,13 @@ export function typeGraph(rules: readonly RuleInWorkspace[]): Graph {
 }
 
 // ---- renderings ----
+// Labels hold what tenants wrote (kinds, field paths, object names): each piece is made printable before the format's
+// own quoting. A node's text is its label, then its detail's lines, which the builders above join with "\n": the
+// rule schema admits no line break in a group, resource or workspace path, so each "\n" in a detail is ours.
+
+/** A node's lines, each printable; the renderer joins them with its own line break. */
+const nodeLines = (n: GraphNode): string[] => [n.label, ...(n.detail?.split("\n") ?? [])].map(printable);
+const edgeLines = (e: GraphEdge): string[] => (e.onCycle ? ["cycle", ...e.fields] : e.fields).map(printable);
 
 const mermaidText = (s: string): string => s.replace(/"/g, "#quot;").replace(/\n/g, "<br/>");
 
@@ -143,12 +151,12 @@ export function toMermaid(graph: Graph): string {
   const ids = new Map(graph.nodes.map((n, i) => [n.id, `n${i}`]));
   const lines = ["flowchart LR"];
   for (const n of graph.nodes) {
-    const text = mermaidText(n.detail ? `${n.label}\n${n.detail}` : n.label);
+    const text = mermaidText(nodeLines(n).join("\n"));
     lines.push(`  ${ids.get(n.id)!}["${text}"]`);
   }
   const cycleLinks: number[] = [];
   graph.edges.forEach((e, i) => {
-    const label = mermaidText((e.onCycle ? ["cycle", ...e.fields] : e.fields).join(", "));
+    const label = mermaidText(edgeLines(e).join(", "));
     lines.push(`  ${ids.get(e.from)!} -->|"${label}"| ${ids.get(e.to)!}`);
     if (e.onCycle) cycleLinks.push(i);
   });
@@ -176,20 +184,20 @@ export function toDot(graph: Graph): string {
     `  edge [fontname="Helvetica", fontsize=10];`,
   ];
   for (const n of graph.nodes) {
-    const attrs = [`label=${dotString(n.detail ? `${n.label}\n${n.detail}` : n.label)}`];
+    const attrs = [`label=${dotString(nodeLines(n).join("\n"))}`];
     if (n.onCycle) attrs.push(`color="#d00000"`, `penwidth=2`);
     if (n.missing) attrs.push(`style="rounded,dashed"`, `fontcolor="#a00000"`);
-    lines.push(`  ${dotString(n.id)} [${attrs.join(", ")}];`);
+    lines.push(`  ${dotString(printable(n.id))} [${attrs.join(", ")}];`);
   }
   for (const e of graph.edges) {
-    const attrs = [`label=${dotString((e.onCycle ? ["cycle", ...e.fields] : e.fields).join("\n"))}`];
+    const attrs = [`label=${dotString(edgeLines(e).join("\n"))}`];
     if (e.onCycle) attrs.push(`color="#d00000"`, `fontcolor="#d00000"`, `penwidth=2`);
-    lines.push(`  ${dotString(e.from)} -> ${dotString(e.to)} [${attrs.join(", ")}];`);
+    lines.push(`  ${dotString(printable(e.from))} -> ${dotString(printable(e.to))} [${attrs.join(", ")}];`);
   }
   lines.push("}");
   return lines.join("\n") + "\n";
 }
 
 export function toJson(graph: Graph): string {
-  return JSON.stringify(graph, null, 2) + "\n";
+  return printableJson(graph) + "\n";
 }

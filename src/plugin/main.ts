@@ -6,6 +6,7 @@ import { runCheck, runGraph } from "./inspect.ts";
 import { failed, type Output } from "./output.ts";
 import { parseTeardownArgs } from "./teardown/args.ts";
 import { teardownCli } from "./teardown/cli.ts";
+import { printable } from "../util/printable.ts";
 import { runVerify } from "./verify/run.ts";
 import { runWhy } from "./why.ts";
 
@@ -42,7 +43,8 @@ export async function run(argv: readonly string[], io: Output, env: NodeJS.Proce
             : cmd.name === "check"
               ? await runCheck(cmd)
               : await runVerify(cmd);
-        for (const note of r.notes) io.err(`note: ${note}\n`);
+        // A note may quote kcp's answer (why a workspace could not be read): one printable line each.
+        for (const note of r.notes) io.err(`note: ${printable(note)}\n`);
         io.out(r.text);
         return r.exitCode;
       }

@@ -1,4 +1,5 @@
 // Where the plugin's commands write, and how any failure ends one: one line on stderr, exit code 2.
+import { printable } from "../util/printable.ts";
 import { PluginError } from "./source.ts";
 
 export interface Output {
@@ -6,10 +7,14 @@ export interface Output {
   err(text: string): void;
 }
 
-/** Any failure: one line on stderr, the stack only with DEBUG set (for a bug report), exit code 2. */
+/**
+ * Any failure: one line on stderr (printable: it may quote kcp's or another webhook's text), the stack only with
+ * DEBUG set (for a bug report), exit code 2.
+ */
 export function failed(err: unknown, io: Output, env: NodeJS.ProcessEnv): 2 {
   const message = err instanceof PluginError ? err.message : `unexpected: ${(err as Error)?.message ?? String(err)}`;
-  io.err(`error: ${message}\n`);
-  if (env["DEBUG"] && err instanceof Error && err.stack) io.err(`${err.stack}\n`);
+  io.err(`error: ${printable(message)}\n`);
+  // The stack starts with the message: each of its lines is made printable too.
+  if (env["DEBUG"] && err instanceof Error && err.stack) io.err(`${err.stack.split("\n").map(printable).join("\n")}\n`);
   return 2;
 }

@@ -7,6 +7,7 @@ import { parseRefusal, type Blocker, type Refusal } from "./causes.ts";
 import { collectionPath, matchResource, type ApiResource } from "./discovery.ts";
 import { PluginError, discover, dryRunDelete, explain, openSession, readRules } from "./source.ts";
 import { renderTable } from "./table.ts";
+import { printable } from "../util/printable.ts";
 
 export interface WhyTarget {
   resource: ApiResource;
@@ -20,8 +21,11 @@ export interface WhyResult {
   text: string;
 }
 
-const where = (t: WhyTarget): string => `${t.workspace}${t.namespace ? `, namespace ${t.namespace}` : ""}`;
-const nsFlag = (ns: string | undefined): string => (ns ? ` -n ${ns}` : "");
+// What the reports quote (a refusal's message and reason, the webhook's name, the blockers the causes name) was
+// written by other tenants and their webhooks: every piece goes through printable() (tables do it per cell).
+const where = (t: WhyTarget): string => printable(`${t.workspace}${t.namespace ? `, namespace ${t.namespace}` : ""}`);
+const subjectOf = (t: WhyTarget): string => printable(`${t.resource.name}/${t.name}`);
+const nsFlag = (ns: string | undefined): string => (ns ? ` -n ${printable(ns)}` : "");
 
 /**
  * The rules that make `b` a blocker of the target: dependent kind as named, a dependency on the target's
@@ -44,11 +48,11 @@ export function rulesBehind(b: Blocker, t: WhyTarget, rules: readonly RuleInWork
 
 /** The report for a refused dry-run DELETE: who refused, every blocker, and what to do next. */
 export function refusalReport(t: WhyTarget, r: Refusal, rules?: readonly RuleInWorkspace[]): string {
-  const subject = `${t.resource.name}/${t.name}`;
-  const lines = [`${subject} (${where(t)}): a delete would be REFUSED now.`];
-  lines.push(`refused by: ${r.webhook ? `admission webhook "${r.webhook}"` : "kcp"} (${r.code} ${r.reason})`);
+  const lines = [`${subjectOf(t)} (${where(t)}): a delete would be REFUSED now.`];
+  const by = r.webhook ? `admission webhook "${printable(r.webhook)}"` : "kcp";
+  lines.push(`refused by: ${by} (${r.code} ${printable(r.reason)})`);
   if (r.blockers.length === 0) {
-    lines.push(`message: ${r.message}`);
+    lines.push(`message: ${printable(r.message)}`);
     if (r.code === 503)
       lines.push(
         "",
@@ -86,10 +90,13 @@ export function refusalReport(t: WhyTarget, r: Refusal, rules?: readonly RuleInW
     "  1. delete these dependents, or change the field shown to name another object, then ask again:",
   );
   for (const [kind, group] of groupByKindAndNamespace(r.blockers, t.namespace))
-    lines.push(`       kubectl delete ${kind.toLowerCase()} ${group.names.join(" ")}${nsFlag(group.namespace)}`);
+    lines.push(
+      `       kubectl delete ${printable(`${kind.toLowerCase()} ${group.names.join(" ")}`)}${nsFlag(group.namespace)}`,
+    );
+  const annotate = printable(`${t.resource.name} ${t.name}`);
   lines.push(
     "  2. break glass (an operator's decision: protection is skipped for this one object):",
-    `       kubectl annotate ${t.resource.name} ${t.name}${nsFlag(t.namespace)} ${SKIP_PROTECTION_ANNOTATION}=true`,
+    `       kubectl annotate ${annotate}${nsFlag(t.namespace)} ${SKIP_PROTECTION_ANNOTATION}=true`,
   );
   return lines.join("\n") + "\n";
 }
@@ -111,7 +118,7 @@ function groupByKindAndNamespace(
 
 /** The dry-run answer → exit code and report. Pure. */
 export function whyResult(t: WhyTarget, status: number, body: unknown, rules?: readonly RuleInWorkspace[]): WhyResult {
-  const subject = `${t.resource.name}/${t.name}`;
+  const subject = subjectOf(t);
   if (status >= 200 && status < 300)
     return {
       exitCode: 0,
@@ -119,15 +126,18 @@ export function whyResult(t: WhyTarget, status: number, body: unknown, rules?: r
     };
   const r = parseRefusal(body);
   if (r.webhook !== undefined) return { exitCode: 1, text: refusalReport(t, r, rules) };
-  const msg = r.message || (typeof body === "string" ? body.trim() : "");
+  const msg = printable(r.message || (typeof body === "string" ? body.trim() : ""));
   if (status === 404) return { exitCode: 2, text: `${subject} not found in ${where(t)}\n` };
   if (status === 403)
     return {
       exitCode: 2,
-      text: `you may not delete ${t.resource.name} in ${where(t)}, so this cannot be asked: ${msg}\n`,
+      text: `you may not delete ${printable(t.resource.name)} in ${where(t)}, so this cannot be asked: ${msg}\n`,
     };
   if (status === 401) return { exitCode: 2, text: `kcp does not accept your credentials (401): ${msg}\n` };
-  return { exitCode: 2, text: `cannot ask about ${subject} in ${where(t)}: ${status} ${r.reason}: ${msg}\n` };
+  return {
+    exitCode: 2,
+    text: `cannot ask about ${subject} in ${where(t)}: ${status} ${printable(r.reason)}: ${msg}\n`,
+  };
 }
 
 export async function runWhy(cmd: WhyCommand): Promise<WhyResult> {

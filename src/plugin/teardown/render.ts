@@ -1,6 +1,9 @@
 // A teardown plan as a table for people and as JSON for UIs and automation (the schema is in docs/operations.md),
-// and the report of a run that could not finish. Pure.
+// and the report of a run that could not finish. Pure. Names, finalizers and refusal messages are other tenants' text:
+// tables make each cell printable, the other lines that quote them call printable(), and the JSON escapes what
+// JSON.stringify does not.
 import { SKIP_PROTECTION_ANNOTATION } from "../../api/types.ts";
+import { printable, printableJson } from "../../util/printable.ts";
 import { renderTable } from "../table.ts";
 import type { ExecuteReport } from "./execute.ts";
 import { push, type Plan, type PlanObject } from "./plan.ts";
@@ -66,10 +69,11 @@ export function planJson(plan: Plan, ctx: PlanContext): string {
     stuck: plan.stuck,
     finalizerHolds: plan.finalizerHolds,
   };
-  return JSON.stringify(doc, null, 2) + "\n";
+  return printableJson(doc) + "\n";
 }
 
-const where = (ctx: PlanContext): string => `${ctx.workspace}${ctx.namespace ? `, namespace ${ctx.namespace}` : ""}`;
+const where = (ctx: PlanContext): string =>
+  printable(`${ctx.workspace}${ctx.namespace ? `, namespace ${ctx.namespace}` : ""}`);
 
 /** What cannot be deleted in any order, and what to do about it. */
 export function stuckText(plan: Plan): string {
@@ -81,8 +85,8 @@ export function stuckText(plan: Plan): string {
   for (const c of plan.cycles)
     lines.push(
       "",
-      `cycle: ${c.map(name).join(" → ")}`,
-      `  break it by allowing skip-protection on one of them, e.g.: --skip-protection ${skipSpec(plan, c[0]!)}`,
+      `cycle: ${printable(c.map(name).join(" → "))}`,
+      `  break it by allowing skip-protection on one of them, e.g.: --skip-protection ${printable(skipSpec(plan, c[0]!))}`,
       `  (the plugin then sets ${SKIP_PROTECTION_ANNOTATION}=true on that object before deleting it)`,
     );
   return lines.join("\n") + "\n";
@@ -124,7 +128,7 @@ export function runReport(r: ExecuteReport, ctx: PlanContext): string {
   const secs = (r.elapsedMs / 1000).toFixed(1);
   const counts = `${r.deleted} object(s) deleted in ${r.waves.length} round(s), ${r.refusedDeletes} delete(s) refused, ${secs}s`;
   if (r.ok) return `teardown of ${where(ctx)} done: ${counts}\n`;
-  const lines = [`teardown of ${where(ctx)} NOT finished: ${r.problem ?? "unknown"}`, counts];
+  const lines = [`teardown of ${where(ctx)} NOT finished: ${printable(r.problem ?? "unknown")}`, counts];
   if (r.holds.length > 0) {
     lines.push("", "still there, and what holds each:", "");
     const rows = r.holds.map((h) => [h.id, h.finalizers.join(",") || "(no finalizers: deletion still in progress)"]);

@@ -1,4 +1,6 @@
-// The verify report as text tables (for people) or JSON (for a periodic job's alerting). Pure.
+// The verify report as text tables (for people) or JSON (for a periodic job's alerting). Pure. Refusal messages and
+// blockers are other tenants' text: the tables make each cell printable, the JSON escapes what JSON.stringify does not.
+import { printable, printableJson } from "../../util/printable.ts";
 import type { Blocker } from "../causes.ts";
 import { renderTable } from "../table.ts";
 import { exitCodeOf, type ExpectedBlocker, type Mismatch, type VerifyObject, type VerifyReport } from "./compare.ts";
@@ -30,7 +32,7 @@ export function explainMismatch(m: Mismatch): string {
 
 export function renderText(r: VerifyReport): string {
   const lines = [
-    `verified ${r.checked} object(s) in ${r.workspace} against ${r.rules.length} DependencyRule(s): ` +
+    `verified ${r.checked} object(s) in ${printable(r.workspace)} against ${r.rules.length} DependencyRule(s): ` +
       `${r.referenced} referenced, each dry-run deleted (nothing was deleted)`,
     "",
   ];
@@ -60,5 +62,5 @@ export function renderText(r: VerifyReport): string {
 /** The JSON document `-o json` prints: the report plus `passed` and the exit code it leads to. */
 export function renderJson(r: VerifyReport): string {
   const code = exitCodeOf(r);
-  return JSON.stringify({ ...r, passed: code === 0, exitCode: code }, null, 2) + "\n";
+  return printableJson({ ...r, passed: code === 0, exitCode: code }) + "\n";
 }
