@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { AdmissionRequest, LookupResult, UnavailableSeen } from "../../src/webhook/admission.ts";
 import { decide, planLookups } from "../../src/webhook/deletion/decision.ts";
+import { INDEX_NOT_READABLE } from "../../src/webhook/deletion/index/index.ts";
 import type { IndexTrust, RuleEntry } from "../../src/webhook/rules/registry.ts";
 import { VM_DEPENDENT, fp } from "./helpers-rules.ts";
 
@@ -27,7 +28,7 @@ const entry = (rule: string, index: IndexTrust | undefined): RuleEntry => ({
 const unavailable = (seen?: UnavailableSeen): LookupResult => ({
   ok: false,
   error: "virtualmachines: 403 Forbidden",
-  unavailable: "the index of virtualmachines.compute.example.io is not readable",
+  unavailable: INDEX_NOT_READABLE,
   ...(seen ? { seen } : {}),
 });
 
@@ -83,12 +84,13 @@ describe("blast radius of an unreadable dependents index", () => {
     assert.ok(refused(decideWith([entry("p/r", "not-enforced")], unavailable())));
   });
 
-  it("the 503 names no rule, workspace or error of another tenant", () => {
+  it("the 503 names no rule, workspace, dependent type or error of another tenant", () => {
     const d = decideWith(
       [entry("secret-ws/secret-rule", "protected")],
       unavailable({ everSynced: true, consumerSeen: true }),
     );
     assert.ok(!d.allowed);
-    for (const s of ["secret-ws", "secret-rule", "403"]) assert.ok(!d.message.includes(s), d.message);
+    for (const s of ["secret-ws", "secret-rule", "403", VM_DEPENDENT.resource, VM_DEPENDENT.group])
+      assert.ok(!d.message.includes(s), d.message);
   });
 });

@@ -428,8 +428,8 @@ describe("decide", () => {
       reason: "lookup-error",
       code: 500,
       statusReason: "InternalError",
-      message:
-        "cannot check dependents of vpcs/my-vpc: listing loadbalancers.lb.example.io in this workspace failed, retry later",
+      // The dependent type is another provider's: the log gets it, the deleter does not.
+      message: "cannot check dependents of vpcs/my-vpc: listing them in this workspace failed, retry later",
       detail:
         "rule prov1/lb-needs-vpc: listing loadbalancers.lb.example.io/v1: GET https://kcp/x: 403 Forbidden: access denied",
     });

@@ -8,9 +8,11 @@ import { deny, type AdmissionRequest } from "../../src/webhook/admission.ts";
 import { createAdmissionHandler } from "../../src/webhook/deletion/handler.ts";
 import type { DependentFinder } from "../../src/webhook/deletion/finder.ts";
 import { unavailable } from "../../src/webhook/deletion/finder.ts";
+import { DependentsIndex, INDEX_SYNCING } from "../../src/webhook/deletion/index/index.ts";
 import { countDecision, createWebhookMetrics } from "../../src/webhook/metrics.ts";
 import type { RuleEntry, RuleRegistry } from "../../src/webhook/rules/registry.ts";
 import { fp, VM_DEPENDENT } from "./helpers-rules.ts";
+import { fakeWatches, registryOf, vmObject, vmType } from "./index-fake-watch.ts";
 
 const entry: RuleEntry = {
   rule: "net1/vm-needs-vpc",
@@ -97,17 +99,46 @@ describe("the handler's log line and the finder's answers", () => {
 
   it("turns 'unavailable' into a 503 and a thrown error into a 500, each a failed lookup", async () => {
     const syncing: DependentFinder = {
-      find: () => Promise.resolve(unavailable("syncing", "the index of virtualmachines is still syncing", "detail")),
+      find: () => Promise.resolve(unavailable("syncing", INDEX_SYNCING, "detail")),
     };
     const a = handlerWith(syncing);
     const d503 = await a.handler(deleteVpc(), undefined);
     assert.ok(!d503.allowed && d503.code === 503 && d503.reason === "index-unavailable");
-    assert.match(d503.message, /^cannot check dependents of vpcs\/my-vpc yet: the index of virtualmachines is still/);
+    assert.match(d503.message, /^cannot check dependents of vpcs\/my-vpc yet: the dependents index is still syncing/);
     const throwing: DependentFinder = { find: () => Promise.reject(new Error("403 Forbidden")) };
     const b = handlerWith(throwing);
     const d500 = await b.handler(deleteVpc(), undefined);
     assert.ok(!d500.allowed && d500.code === 500 && d500.reason === "lookup-error");
     for (const h of [a, b]) assert.equal((await h.metrics.lookupErrors.get()).values[0]?.value, 1);
+  });
+
+  it("a 503 or 500 names the object and its type to the deleter, never the dependent type, rule or provider", async () => {
+    // The real index, its watch of the rule's VMs failing on the consumer's shard; then a live list that fails.
+    const { factory, built } = fakeWatches();
+    const index = new DependentsIndex({ watch: factory, logger: pino({ level: "silent" }) });
+    index.follow(registryOf(vmType(".spec.vpcRef.name")));
+    built[0]!.watch.endpoint("https://shard-a/services/apiexport/x", [vmObject("consumer1", "vm-1", "my-vpc")], {
+      error: "watch: 403 Forbidden",
+    });
+    const failing = handlerWith(index);
+    const throwing = handlerWith({ find: () => Promise.reject(new Error("403 Forbidden")) });
+    const refusals = [
+      [failing, await failing.handler(deleteVpc(), undefined)],
+      [throwing, await throwing.handler(deleteVpc(), undefined)],
+    ] as const;
+    const secrets = [VM_DEPENDENT.group, VM_DEPENDENT.resource, VM_DEPENDENT.exportCluster, entry.rule, "shard-a"];
+    for (const [h, d] of refusals) {
+      assert.ok(!d.allowed && (d.code === 503 || d.code === 500), JSON.stringify(d));
+      assert.match(d.message, /^cannot check dependents of vpcs\/my-vpc/);
+      for (const secret of secrets) assert.ok(!d.message.includes(secret), `names ${secret}: ${d.message}`);
+      // The log keeps what the deleter is not told.
+      const line = h.lines.find((l) => l["msg"] === "delete denied: cannot decide");
+      assert.ok(String(line?.["detail"]).includes(entry.rule) && String(line?.["detail"]).includes("virtualmachines"));
+    }
+    assert.equal(
+      refusals[0][1].allowed ? "" : refusals[0][1].message,
+      "cannot check dependents of vpcs/my-vpc yet: the dependents index is not readable, retry in a few seconds",
+    );
   });
 });
 

@@ -86,8 +86,13 @@ describe("HybridDependentFinder (--lookup=auto)", () => {
     assert.equal(a.ok, false);
     if (a.ok) return;
     assert.equal(a.reason, "no-read-access");
-    assert.match(a.message, /may read virtualmachines\.compute\.example\.io neither/);
-    assert.match(a.detail, /403 Forbidden/);
+    // The deleter is told no type: the dependent type is another provider's. The log gets it.
+    assert.equal(
+      a.message,
+      "the webhook may read these dependents neither through their provider's index consent nor with the per-shard read grant",
+    );
+    assert.ok(!a.message.includes("virtualmachines") && !a.message.includes("compute"), a.message);
+    assert.ok(a.detail.startsWith(`${KEY}: 403; live list: `) && a.detail.includes("403 Forbidden"), a.detail);
     assert.deepEqual(a.seen, seen);
     assert.equal(h.lastSources().get(KEY), "none");
   });

@@ -158,8 +158,8 @@ export function denyMessage(target: Target, blockers: readonly string[], complet
 
 /** What the lookups of one enforcement found. */
 interface Findings {
+  /** For the log only: the rules, the dependent types and kcp's errors. */
   errors: string[];
-  failed: string[];
   /** For each failure the finder could explain (index not ready): its message. */
   unavailable: string[];
   /** blocker → the field that names the target */
@@ -171,7 +171,6 @@ interface Findings {
 function collect(plan: LookupPlan, results: readonly LookupResult[], enforcement: Enforcement): Findings {
   const f: Findings = {
     errors: [],
-    failed: [],
     unavailable: [],
     blockers: new Map(),
     complete: true,
@@ -185,7 +184,6 @@ function collect(plan: LookupPlan, results: readonly LookupResult[], enforcement
     // Decided as if the rule were absent: nobody else's delete waits for this rule's fault.
     if (result !== undefined && !result.ok && !mayRefuse(lookup, result)) return;
     if (result === undefined || !result.ok) {
-      f.failed.push(`${d.resource}${d.group ? "." + d.group : ""}`);
       f.errors.push(`rule ${lookup.rules.join(", ")}: listing ${what}: ${result ? result.error : "no result"}`);
       if (result?.unavailable) f.unavailable.push(result.unavailable);
       return;
@@ -202,7 +200,9 @@ function collect(plan: LookupPlan, results: readonly LookupResult[], enforcement
 
 /**
  * Step three: the lookups' results (same order as plan.lookups) → the decision. Deny rules refuse; Warn rules only
- * ever add warnings (a failed Warn lookup too: Warn never refuses).
+ * ever add warnings (a failed Warn lookup too: Warn never refuses). A 503 or 500 goes to the deleter, perhaps a
+ * consumer who never heard of the rule: it names the object and its type, never the dependent type, rule or
+ * workspace behind it (those go to `detail`, the log). A 409 names its blockers: objects in the deleter's workspace.
  */
 export function decide(plan: LookupPlan, results: readonly LookupResult[]): Decision {
   const { target } = plan;
@@ -214,7 +214,7 @@ export function decide(plan: LookupPlan, results: readonly LookupResult[]): Deci
     return serviceUnavailable("index-unavailable", message, denying.errors.join("; "));
   }
   if (denying.errors.length > 0) {
-    const message = `cannot check dependents of ${target.resource}/${target.name}: listing ${denying.failed.join(", ")} in this workspace failed, retry later`;
+    const message = `cannot check dependents of ${target.resource}/${target.name}: listing them in this workspace failed, retry later`;
     return lookupFailed(message, denying.errors.join("; "));
   }
   if (denying.blockers.size > 0) {

@@ -18,7 +18,11 @@ export type FoundDependents = Extract<LookupResult, { ok: true }>;
  */
 export type UnavailableReason = "starting" | "syncing" | "failing" | "not-indexed" | "no-read-access" | "unreadable";
 
-/** The finder cannot answer truthfully now; `message` is safe to show the deleter, `detail` is for the log. */
+/**
+ * The finder cannot answer truthfully now. `message` is shown to the deleter, who may be any consumer: it names
+ * nothing but what the deleter's own workspace holds, so never the dependent type (another provider's), a rule, an
+ * export or a logical cluster. `detail` is for the log and says all of it.
+ */
 export interface Unavailable {
   ok: false;
   reason: UnavailableReason;

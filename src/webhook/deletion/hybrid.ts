@@ -78,7 +78,7 @@ export class HybridDependentFinder implements DependentFinder {
     } catch (err) {
       if (!noConsent) return fromIndex;
       if (!isApiError(err, 403)) throw err;
-      return this.answered(key, "none", noReadAccess(lookup, fromIndex, err), asked);
+      return this.answered(key, "none", noReadAccess(fromIndex, err), asked);
     }
   }
 
@@ -139,12 +139,11 @@ export class HybridDependentFinder implements DependentFinder {
  * Neither read works. The index's last good view (`seen`) goes along, so decision.ts refuses only where it would have
  * for the index's own answer: nowhere for a rule that never protected, where the dependents were for a revocation.
  */
-function noReadAccess(lookup: Lookup, fromIndex: Unavailable, err: unknown): Unavailable {
-  const d = lookup.dependent;
-  const what = `${d.resource}${d.group ? "." + d.group : ""}`;
+function noReadAccess(fromIndex: Unavailable, err: unknown): Unavailable {
+  // Names no type: the dependent type is another provider's (fromIndex.detail, for the log, names it).
   const answer = unavailable(
     "no-read-access",
-    `the webhook may read ${what} neither through its provider's index consent nor with the per-shard read grant`,
+    "the webhook may read these dependents neither through their provider's index consent nor with the per-shard read grant",
     `${fromIndex.detail}; live list: ${err instanceof Error ? err.message : String(err)}`,
   );
   return fromIndex.seen ? { ...answer, seen: fromIndex.seen } : answer;

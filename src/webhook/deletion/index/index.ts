@@ -22,6 +22,15 @@ import { realClock } from "../../../util/clock.ts";
 import { NotIndexedError } from "./store.ts";
 import { TypeWatches, type IndexWatch, type IndexWatchFactory, type TypeHealth, type TypeWatch } from "./watches.ts";
 
+/**
+ * What the deleter is told while the index cannot answer. The type is another provider's (the rule's dependent, which
+ * the deleter's workspace may not even bind): naming it would tell any consumer which provider's rule covers the
+ * resource it deletes and that its index is failing. So these name no type; `detail` (the log) does.
+ */
+export const INDEX_STARTING = "the dependents index is starting";
+export const INDEX_SYNCING = "the dependents index is still syncing";
+export const INDEX_NOT_READABLE = "the dependents index is not readable";
+
 /** A second look at a found dependent must not eat the DELETE's whole lookup budget (8 s); a timeout keeps it. */
 const CONFIRM_TIMEOUT_MS = 2_000;
 
@@ -55,31 +64,19 @@ export class DependentsIndex implements DependentFinder {
     const limit = Math.max(wanted, MAX_CAUSES);
     const key = dependentTypeKey(lookup.dependent);
     const slot = this.watches.slot(key);
-    const what = describe(lookup);
-    if (!slot)
-      return unavailable(
-        "starting",
-        `the index of ${what} is starting`,
-        `${key}: no watch for this type yet`,
-        NEVER_SEEN,
-      );
+    if (!slot) return unavailable("starting", INDEX_STARTING, `${key}: no watch for this type yet`, NEVER_SEEN);
     let problem: Answer | undefined;
     for (const w of slot.next ? [slot.current, slot.next] : [slot.current]) {
       const answer = answerFrom(w.watch, lookup, limit);
       if (answer.kind === "found") return this.confirm(w.watch, answer, lookup, signal);
-      if (answer.kind === "unreadable") return unreadableAnswer(what, key, answer.why);
+      if (answer.kind === "unreadable") return unreadableAnswer(describe(lookup), key, answer.why);
       if (!problem || (problem.kind === "not-indexed" && answer.kind !== "not-indexed")) problem = answer;
     }
     if (problem?.kind === "failing")
-      return unavailable(
-        "failing",
-        `the index of ${what} is not readable`,
-        `${key}: ${problem.detail}`,
-        seenBy(slot, lookup),
-      );
+      return unavailable("failing", INDEX_NOT_READABLE, `${key}: ${problem.detail}`, seenBy(slot, lookup));
     return unavailable(
       problem?.kind === "not-indexed" ? "not-indexed" : "syncing",
-      `the index of ${what} is still syncing`,
+      INDEX_SYNCING,
       `${key}: not every endpoint has listed the type with these field paths yet`,
       seenBy(slot, lookup),
     );
@@ -166,7 +163,11 @@ function answerFrom(watch: IndexWatch, lookup: Lookup, limit: number): Answer {
   }
 }
 
-/** Only this workspace's lookups of this type get it, and it names no object: the other objects are nobody's business. */
+/**
+ * Only this workspace's lookups of this type get it, and it names no object: the other objects are nobody's business.
+ * It names the type, unlike the answers above: the deleter's own workspace holds the dependents it cannot read (as a
+ * 409 names the deleter's own blockers), and removing them is the way out.
+ */
 function unreadableAnswer(what: string, key: string, why: UnreadableReason): Unavailable {
   const cause =
     why === "names"
