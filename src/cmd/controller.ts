@@ -4,6 +4,7 @@ import { DEFAULT_EXPORT_NAME } from "../api/types.ts";
 import { startController, type ControllerConfig } from "../controller/runtime.ts";
 import { createLogger } from "../observability/logger.ts";
 import { parse, readFlags, runCommand, usage, UsageError, type Command, type Flag, type RunOptions } from "./kit.ts";
+import { ALLOW_INSECURE_KCP, parseAllowInsecureKcp } from "./kit-kcp.ts";
 
 const FLAGS: Flag[] = [
   { name: "kubeconfig", env: "KUBECONFIG", arg: "PATH", help: "kubeconfig whose server is the dep-ctrl workspace" },
@@ -62,6 +63,7 @@ const FLAGS: Flag[] = [
     default: "true",
     help: "configure the webhook to refuse invalid DependencyRules at apply time",
   },
+  ALLOW_INSECURE_KCP,
 ];
 
 export const USAGE = usage(
@@ -102,6 +104,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     leaseNamespace: v["leader-election-namespace"]!,
     resyncMs: parse.duration(v["resync-period"]!, "resync-period"),
     validateRules: parse.bool(v["validate-rules"]!, "validate-rules"),
+    ...parseAllowInsecureKcp(v),
   };
 }
 

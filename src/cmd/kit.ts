@@ -3,6 +3,7 @@
 // shutdown on SIGTERM/SIGINT (or an AbortSignal in tests). Each binary declares its flags and a start function.
 // The command line itself is read in kit-args.ts, which the kubectl plugin uses too (subcommands, arguments).
 import type { Logger } from "pino";
+import { InsecureKcpError } from "../kcp/kubeconfig.ts";
 import { parseListenAddress } from "../observability/health.ts";
 import { HELP_FLAG, scanArgs, UsageError, type Flag, type GivenArgs } from "./kit-args.ts";
 
@@ -115,7 +116,10 @@ export interface Command<C> {
   logger(): Logger;
 }
 
-/** The whole program: parse, start, wait for the signal, stop. Resolves to the exit code (0, or 1 on any error). */
+/**
+ * The whole program: parse, start, wait for the signal, stop. Resolves to the exit code: 0; 2 for a usage error or a
+ * kcp connection refused as insecure (the command line or kubeconfig must change); 1 for any other error.
+ */
 export async function runCommand<C>(cmd: Command<C>, argv: readonly string[], opts: RunOptions = {}): Promise<number> {
   const stdout = opts.stdout ?? ((s: string) => process.stdout.write(s));
   const stderr = opts.stderr ?? ((s: string) => process.stderr.write(s));
@@ -129,7 +133,7 @@ export async function runCommand<C>(cmd: Command<C>, argv: readonly string[], op
     started = await cmd.start(config, opts.logger ?? cmd.logger());
   } catch (err) {
     stderr(`${cmd.name}: ${oneLine(err)}\n`);
-    return 1;
+    return err instanceof UsageError || err instanceof InsecureKcpError ? 2 : 1;
   }
   opts.onStarted?.(started);
   await waitForShutdown(opts.signal);

@@ -6,6 +6,13 @@ import { createLogger } from "../observability/logger.ts";
 import { startWebhook, type WebhookConfig } from "../webhook/runtime.ts";
 import { DEFAULT_LIMITS, type TransportLimits } from "../webhook/http/limits.ts";
 import { indexBudgetFlags, parseIndexBudget } from "./index-budget-flags.ts";
+import {
+  ALLOW_INSECURE_KCP,
+  parseAllowInsecureKcp,
+  parseVirtualWorkspaceOrigins,
+  requireHttps,
+  VIRTUAL_WORKSPACE_ORIGINS,
+} from "./kit-kcp.ts";
 import { parse, readFlags, runCommand, usage, UsageError, type Command, type Flag, type RunOptions } from "./kit.ts";
 
 const FLAGS: Flag[] = [
@@ -97,6 +104,8 @@ const FLAGS: Flag[] = [
     arg: "URL",
     help: "where dependents are listed (default: the kubeconfig server without /clusters/...)",
   },
+  VIRTUAL_WORKSPACE_ORIGINS,
+  ALLOW_INSECURE_KCP,
   ...limitFlags(),
   ...indexBudgetFlags(),
 ];
@@ -176,6 +185,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
   if (kcpBaseUrl !== undefined && !/^https?:\/\/[^/]+/.test(kcpBaseUrl)) {
     throw new UsageError(`--kcp-base-url ${JSON.stringify(kcpBaseUrl)} is not an http(s) URL`);
   }
+  const insecure = parseAllowInsecureKcp(v);
+  requireHttps(kcpBaseUrl, "kcp-base-url", insecure.allowInsecureKcp === true);
   const kubeconfig = v["kubeconfig"];
   if (kubeconfig === undefined) throw new UsageError("no kubeconfig: set --kubeconfig or $KUBECONFIG");
   const clientCAFile = v["client-ca-file"];
@@ -213,6 +224,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     kcpBaseUrl: kcpBaseUrl?.replace(/\/+$/, ""),
     limits: parseLimits(v),
     ...parseIndexBudget(v),
+    ...parseVirtualWorkspaceOrigins(v),
+    ...insecure,
   };
 }
 

@@ -36,6 +36,8 @@ export interface ControllerConfig {
   leaseNamespace: string;
   resyncMs: number;
   validateRules: boolean;
+  /** Development only: plain http or insecure-skip-tls-verify in the kubeconfig (refused otherwise). */
+  allowInsecureKcp?: boolean;
 }
 
 export interface RunningController {
@@ -63,7 +65,11 @@ export async function startController(
   logger: Logger,
   clock: Clock = realClock,
 ): Promise<RunningController> {
-  const conn = loadKcpConnection({ kubeconfig: config.kubeconfig, requireWorkspace: true });
+  const conn = loadKcpConnection({
+    kubeconfig: config.kubeconfig,
+    requireWorkspace: true,
+    requireSecure: config.allowInsecureKcp !== true,
+  });
   const registry = new Registry();
   const metrics = createMetrics(registry);
   const caBundle = caBundleOf(config, metrics, logger);

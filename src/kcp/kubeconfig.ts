@@ -1,9 +1,28 @@
 // Turns a kubeconfig into kcp connection facts: the server's base URL (without `/clusters/…`), the workspace the
 // kubeconfig points at, and credentials usable against any base (workspace, shard or virtual workspace).
-import { ConfigError, readKubeconfig } from "./kubeconfig-file.ts";
+import { ConfigError, readKubeconfig, type KubeconfigContext } from "./kubeconfig-file.ts";
 import { RestClient, type Credentials } from "./rest.ts";
 
 export { ConfigError };
+
+/** A connection to kcp that would send the binary's credentials in clear or to a server it does not verify. */
+export class InsecureKcpError extends ConfigError {
+  override name = "InsecureKcpError";
+}
+
+/** The flag that lets a binary talk to kcp anyway (development only). */
+export const ALLOW_INSECURE_FLAG = "--allow-insecure-kcp";
+
+/**
+ * Why this kubeconfig context would send its credentials unprotected (plain HTTP, or TLS without verifying the
+ * server), or undefined when it would not. The binaries' token or client certificate opens every provider's export.
+ */
+export function insecureTransport(kc: Pick<KubeconfigContext, "server" | "credentials">): string | undefined {
+  if (!/^https:\/\//i.test(kc.server)) return `kubeconfig server ${kc.server} is not https`;
+  if (kc.credentials.insecureSkipTLSVerify === true)
+    return `kubeconfig cluster of ${kc.server} sets insecure-skip-tls-verify`;
+  return undefined;
+}
 
 export interface KcpConnection {
   /** e.g. https://127.0.0.1:6443 — no `/clusters/` suffix. */
@@ -25,6 +44,8 @@ export interface LoadOptions {
   context?: string | undefined;
   /** Whether the server URL must name a workspace (`/clusters/<path>`). */
   requireWorkspace?: boolean;
+  /** Refuse plain HTTP and insecure-skip-tls-verify (InsecureKcpError): the binaries, unless --allow-insecure-kcp. */
+  requireSecure?: boolean;
 }
 
 /** Splits `https://host:port/clusters/root:dep-ctrl` into base and workspace; workspace is "" when absent. */
@@ -37,6 +58,11 @@ export function splitServerUrl(server: string): { baseUrl: string; workspace: st
 
 export function loadKcpConnection(opts: LoadOptions = {}): KcpConnection {
   const kc = readKubeconfig({ kubeconfig: opts.kubeconfig, context: opts.context });
+  const insecure = opts.requireSecure ? insecureTransport(kc) : undefined;
+  if (insecure !== undefined)
+    throw new InsecureKcpError(
+      `${insecure}: refusing to send credentials that way (${ALLOW_INSECURE_FLAG} for development only)`,
+    );
   const { baseUrl, workspace } = splitServerUrl(kc.server);
   if (opts.requireWorkspace && workspace === "") {
     throw new ConfigError(

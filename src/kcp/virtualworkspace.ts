@@ -1,36 +1,25 @@
 // Discovery of an APIExport's virtual workspace: its APIExportEndpointSlice lists one URL per shard that has a
 // binding to the export, and that list grows as shards gain bindings. ExportWatch keeps an Informer of one resource
-// (e.g. DependencyRules) running across exactly the current URLs, reading `<url>/clusters/*/<resourcePath>`.
+// (e.g. DependencyRules) running across exactly the current URLs, reading `<url>/clusters/*/<resourcePath>`. Which
+// URLs of a slice a tenant can write may be followed is endpoint-origins.ts's decision (ExportWatchOptions.select).
 import type { Logger } from "pino";
-import type { ObjectMeta } from "../api/types.ts";
+import {
+  endpointUrls,
+  refusalText,
+  slicesForExport,
+  type APIExportEndpointSlice,
+  type EndpointSelection,
+  type RefusedEndpoint,
+} from "./endpoint-origins.ts";
 import { Informer, type EndpointStore, type KubeObject } from "./informer.ts";
 import type { RestClient } from "./rest.ts";
 
-export const ENDPOINT_SLICES_PATH = "/apis/apis.kcp.io/v1alpha1/apiexportendpointslices";
+export { endpointUrls, slicesForExport, type APIExportEndpointSlice } from "./endpoint-origins.ts";
 
-export interface APIExportEndpointSlice {
-  metadata: ObjectMeta;
-  spec: { export: { path?: string; name: string } };
-  status?: { endpoints?: { url: string }[] };
-}
+export const ENDPOINT_SLICES_PATH = "/apis/apis.kcp.io/v1alpha1/apiexportendpointslices";
 
 export class NoEndpointSliceError extends Error {
   override name = "NoEndpointSliceError";
-}
-
-/** Slices in the export's own workspace that point at the export (by name; a path, if set, is this workspace). */
-export function slicesForExport(
-  slices: readonly APIExportEndpointSlice[],
-  exportName: string,
-): APIExportEndpointSlice[] {
-  return slices.filter((s) => s.spec?.export?.name === exportName);
-}
-
-/** All distinct virtual workspace URLs of the export, sorted so comparisons are stable. */
-export function endpointUrls(slices: readonly APIExportEndpointSlice[], exportName: string): string[] {
-  const urls = new Set<string>();
-  for (const s of slicesForExport(slices, exportName)) for (const e of s.status?.endpoints ?? []) urls.add(e.url);
-  return [...urls].sort();
 }
 
 /**
@@ -79,7 +68,20 @@ export interface ExportWatchOptions<T = unknown, R = T> {
    */
   watchTimeoutSeconds?: number;
   watchdogMarginSeconds?: number;
+  /**
+   * Which slice URLs to follow, and which are refused (endpoint-origins.ts's selectEndpoints). Without it every URL of
+   * the slices naming the export is followed: only for the dep-ctrl export, whose workspace only its admins write.
+   */
+  select?: (slices: readonly APIExportEndpointSlice[]) => EndpointSelection;
+  /** Told of each URL as it comes to be refused (once, however often the slices are looked at again meanwhile). */
+  onRefused?: (refused: RefusedEndpoint) => void;
 }
+
+/**
+ * Refused URLs named one by one in `failing()` and the log per look; a slice can list thousands, which must not flood
+ * the log or the index's health. The rest are counted in one line (and each in the metric, through onRefused).
+ */
+export const MAX_REFUSALS_NAMED = 8;
 
 export const EXPORT_WATCH_TIMEOUT_SECONDS = 60;
 export const EXPORT_WATCHDOG_MARGIN_SECONDS = 15;
@@ -90,6 +92,10 @@ export class ExportWatch<T extends KubeObject, R = T> {
   private readonly opts: ExportWatchOptions<T, R>;
   /** Undefined until the slice's first list, so an export with no endpoints yet still reports "synced". */
   private lastUrls: string | undefined;
+  /** The slice URLs refused at the last look, by `<slice> <url> <reason>`; they count as failing. */
+  private refused = new Map<string, RefusedEndpoint>();
+  private lastIgnored = "";
+  private lastPending = false;
 
   constructor(opts: ExportWatchOptions<T, R>) {
     this.opts = opts;
@@ -107,7 +113,7 @@ export class ExportWatch<T extends KubeObject, R = T> {
       client: opts.exportWorkspace,
       path: ENDPOINT_SLICES_PATH,
       logger: opts.logger.child({ informer: "apiexportendpointslices" }),
-      onChange: () => this.onSlicesChanged(),
+      onChange: () => this.refresh(),
     });
   }
 
@@ -115,25 +121,64 @@ export class ExportWatch<T extends KubeObject, R = T> {
     this.slices.setEndpoints([this.opts.exportWorkspace.baseUrl]);
   }
 
-  private onSlicesChanged(): void {
+  /** Looks at the slices again, e.g. once more shard origins are known or a slice's path has been resolved. */
+  refresh(): void {
     if (!this.slices.hasSynced()) return;
-    const urls = endpointUrls(this.slices.list(), this.opts.exportName);
+    const selection = this.selection();
+    const refusalsChanged = this.noteRefusals(selection);
+    const ignored = selection.ignored.join(" ");
+    if (ignored !== this.lastIgnored && selection.ignored.length > 0)
+      this.opts.logger.info({ slices: selection.ignored }, "endpoint slices of another workspace's export ignored");
+    this.lastIgnored = ignored;
+    const pendingChanged = selection.pending !== this.lastPending;
+    this.lastPending = selection.pending;
+    const urls = selection.urls;
     const joined = urls.join(" ");
-    if (joined === this.lastUrls) return;
-    this.lastUrls = joined;
-    this.opts.logger.info({ endpoints: urls }, urls.length ? "virtual workspace endpoints changed" : NO_ENDPOINTS_HINT);
-    this.objects.setEndpoints(urls);
-    this.opts.onEndpoints?.(urls);
+    if (joined === this.lastUrls && !refusalsChanged && !pendingChanged) return;
+    if (joined !== this.lastUrls) {
+      this.lastUrls = joined;
+      const log = this.opts.logger;
+      log.info({ endpoints: urls }, urls.length ? "virtual workspace endpoints changed" : NO_ENDPOINTS_HINT);
+      this.objects.setEndpoints(urls);
+      this.opts.onEndpoints?.(urls);
+    }
     this.opts.onChange();
+  }
+
+  private selection(): EndpointSelection {
+    const slices = this.slices.list();
+    if (this.opts.select) return this.opts.select(slices);
+    return { urls: endpointUrls(slices, this.opts.exportName), refused: [], ignored: [], pending: false };
+  }
+
+  /** Logs and reports each newly refused URL; true when the refused set changed. */
+  private noteRefusals(selection: EndpointSelection): boolean {
+    const next = new Map(selection.refused.map((r) => [`${r.slice} ${r.url} ${r.reason}`, r]));
+    let fresh = 0;
+    for (const [key, r] of next) {
+      if (this.refused.has(key)) continue;
+      if (fresh++ < MAX_REFUSALS_NAMED) {
+        const fields = { slice: r.slice, url: r.url.slice(0, 1024), reason: r.reason };
+        this.opts.logger.warn(fields, refusalText(r.slice, r.url, r.reason));
+      }
+      this.opts.onRefused?.(r);
+    }
+    if (fresh > MAX_REFUSALS_NAMED)
+      this.opts.logger.warn({ more: fresh - MAX_REFUSALS_NAMED }, "more virtual workspace URLs refused");
+    const changed = fresh > 0 || next.size !== this.refused.size;
+    this.refused = next;
+    return changed;
   }
 
   /** True once the endpoint slice and every endpoint's first list are in. */
   hasSynced(): boolean {
-    return this.slices.hasSynced() && this.objects.hasSynced() && this.lastUrls === this.currentUrls();
+    return this.slices.hasSynced() && this.objects.hasSynced() && this.endpointsCurrent();
   }
 
-  private currentUrls(): string {
-    return endpointUrls(this.slices.list(), this.opts.exportName).join(" ");
+  /** The followed endpoints are those the slices name now, and no slice's path is still being resolved. */
+  private endpointsCurrent(): boolean {
+    const now = this.selection();
+    return !now.pending && this.lastUrls === now.urls.join(" ");
   }
 
   endpoints(): string[] {
@@ -156,12 +201,21 @@ export class ExportWatch<T extends KubeObject, R = T> {
 
   /** True when the endpoint list is known and current: the slice listed, its watch healthy, the endpoints set. */
   endpointsKnown(): boolean {
-    return this.slices.hasSynced() && this.slices.failing().length === 0 && this.lastUrls === this.currentUrls();
+    return this.slices.hasSynced() && this.slices.failing().length === 0 && this.endpointsCurrent();
   }
 
-  /** What is failing now: the endpoint slice's list/watch, or an endpoint's. */
+  /** What is failing now: the endpoint slice's list/watch, a slice URL refused, or an endpoint's list/watch. */
   failing(): { endpoint: string; error: string }[] {
-    return [...this.slices.failing(), ...this.objects.failing()];
+    const all = [...this.refused.values()];
+    const refused = all.slice(0, MAX_REFUSALS_NAMED).map((r) => ({
+      endpoint: r.url.slice(0, 256),
+      error: refusalText(r.slice, r.url, r.reason),
+    }));
+    if (all.length > MAX_REFUSALS_NAMED) {
+      const more = all.length - MAX_REFUSALS_NAMED;
+      refused.push({ endpoint: "", error: `${more} more virtual workspace URLs of APIExportEndpointSlices refused` });
+    }
+    return [...this.slices.failing(), ...refused, ...this.objects.failing()];
   }
 
   /** Each object with the virtual workspace endpoint (shard) it was listed from. */

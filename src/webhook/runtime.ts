@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { DependencyRule } from "../api/types.ts";
 import { DEPENDENCY_RULES_PATH } from "../api/wire.ts";
 import { INDEX_REPORT_PATH } from "../api/index-report.ts";
+import type { VirtualWorkspaceOrigins } from "../kcp/endpoint-origins.ts";
 import { fetchExportFacts } from "../kcp/exports.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
 import { isApiError, type RestClient } from "../kcp/rest.ts";
@@ -14,11 +15,11 @@ import { startHealthServer } from "../observability/health.ts";
 import { realClock } from "../util/clock.ts";
 import { loadKeyPair, type TlsFiles } from "./http/certs.ts";
 import { createAdmissionHandler } from "./deletion/handler.ts";
-import { DependentsIndex } from "./deletion/index/index.ts";
+import type { DependentsIndex } from "./deletion/index/index.ts";
 import { registerIndexMetrics } from "./deletion/index/metrics.ts";
 import { IndexReadiness } from "./deletion/index/readiness.ts";
-import { IndexReporter } from "./deletion/index/report.ts";
-import { exportWatchFactory } from "./deletion/index/watches.ts";
+import { indexEndpointPolicy } from "./deletion/index/export-endpoints.ts";
+import { startIndex } from "./deletion/index/start.ts";
 import type { IndexBudget } from "./deletion/index/budget.ts";
 import { finderFor, type LookupMode } from "./deletion/hybrid.ts";
 import type { RuleRegistry } from "./rules/registry.ts";
@@ -46,6 +47,8 @@ export interface WebhookConfig {
   enforceUnverifiedRules?: boolean; // rules whose author declined the read-only checks (docs/operations.md)
   limits?: TransportLimits; // review slots, queue, connections, body pace
   indexBudget?: Partial<IndexBudget>; // what the index keeps per consumer workspace (deletion/index/budget.ts)
+  virtualWorkspaceOrigins?: string[]; // shard origins the index may follow besides the dep-ctrl export's (endpoint-origins.ts)
+  allowInsecureKcp?: boolean; // development only: plain http or insecure-skip-tls-verify in the kubeconfig
 }
 
 export interface RunningWebhook {
@@ -62,7 +65,8 @@ async function stopAll(steps: readonly (() => unknown)[]): Promise<void> {
 /** Starts everything; throws (with a one-line message) when the configuration or the environment is wrong. */
 export async function startWebhook(flags: WebhookConfig, logger: Logger): Promise<RunningWebhook> {
   loadKeyPair(flags.tls); // fail before talking to kcp when the certificate is missing or broken
-  const conn = loadKcpConnection({ kubeconfig: flags.kubeconfig, requireWorkspace: true });
+  const secure = flags.allowInsecureKcp !== true;
+  const conn = loadKcpConnection({ kubeconfig: flags.kubeconfig, requireWorkspace: true, requireSecure: secure });
   const steps: (() => unknown)[] = [() => conn.base.close()];
   try {
     const urls = await endpointsOf(conn, flags.apiExportName);
@@ -73,12 +77,15 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     const metrics = createWebhookMetrics(metricsRegistry);
     const resolver = new WorkspaceResolver({ base: conn.base });
     const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;
+    const endpoints = indexEndpointPolicy(flags.virtualWorkspaceOrigins, urls, resolver, metricsRegistry);
     const indexed =
-      flags.lookup === "live" ? undefined : startIndex(conn, lookupBase, logger, steps, flags.indexBudget);
+      flags.lookup === "live"
+        ? undefined
+        : startIndex(conn.workspaceClient, lookupBase, logger, steps, { endpoints, budget: flags.indexBudget });
     const index = indexed?.index;
     if (!index) await withdrawIndexReport(conn.workspaceClient, logger);
     if (index) registerIndexMetrics(metricsRegistry, index);
-    const { rules, source } = ruleSource(conn, flags, resolver, logger, metrics, index);
+    const { rules, source } = ruleSource(conn, flags, { resolver, origins: endpoints.origins }, logger, metrics, index);
     source.start();
     steps.push(() => source.stop());
 
@@ -181,33 +188,6 @@ function indexReadiness(
   return () => readiness.notReadyReason();
 }
 
-/** The dependents index and the reporter publishing its health for the controller (rule status). */
-function startIndex(
-  conn: ReturnType<typeof loadKcpConnection>,
-  base: RestClient,
-  logger: Logger,
-  steps: (() => unknown)[],
-  budget?: Partial<IndexBudget>,
-): { index: DependentsIndex; reporter: IndexReporter } {
-  const reporter = new IndexReporter({
-    client: conn.workspaceClient,
-    health: () => index.health(),
-    logger: logger.child({ part: "index-report" }),
-  });
-  const indexLogger = logger.child({ part: "index" });
-  const index = new DependentsIndex({
-    watch: exportWatchFactory(base, indexLogger, undefined, budget),
-    logger: indexLogger,
-    onChange: () => reporter.changed(),
-  });
-  reporter.start();
-  steps.push(
-    () => reporter.stop(),
-    () => index.stop(),
-  );
-  return { index, reporter };
-}
-
 async function endpointsOf(conn: ReturnType<typeof loadKcpConnection>, exportName: string): Promise<string[]> {
   try {
     return await checkEndpointSlice(conn.workspaceClient, exportName, conn.workspace);
@@ -221,7 +201,7 @@ async function endpointsOf(conn: ReturnType<typeof loadKcpConnection>, exportNam
 function ruleSource(
   conn: ReturnType<typeof loadKcpConnection>,
   { apiExportName: exportName, enforceUnverifiedRules }: WebhookConfig,
-  resolver: WorkspaceResolver,
+  { resolver, origins }: { resolver: WorkspaceResolver; origins: VirtualWorkspaceOrigins },
   logger: Logger,
   metrics: WebhookMetrics,
   index: DependentsIndex | undefined,
@@ -234,6 +214,8 @@ function ruleSource(
     resourcePath: DEPENDENCY_RULES_PATH,
     logger: logger.child({ part: "rules" }),
     onChange: () => onRulesChanged(),
+    // The dep-ctrl export's own endpoints name the shards' virtual-workspace origins the index may follow.
+    onEndpoints: (urls) => origins.learn(urls),
   });
   const source = new RuleSource({
     watch: (onChange) => {

@@ -33,7 +33,8 @@ async function runCaptured(
 ): Promise<{ code: number; err: string; out: string }> {
   let err = "";
   let out = "";
-  const code = await run(argv, {
+  // The fake kcp below is plain http: only the development flag lets the controller talk to it.
+  const code = await run([...argv, "--allow-insecure-kcp=true"], {
     env,
     logger: silentLogger(),
     stderr: (s) => (err += s),
@@ -202,6 +203,7 @@ describe("run: startup errors are one clear line and exit code 1", () => {
         "--webhook-url=https://wh",
         "--leader-elect=false",
         `--health-probe-bind-address=127.0.0.1:${port}`,
+        "--allow-insecure-kcp=true",
       ],
       { env: {}, logger: silentLogger(), signal: ac.signal, stderr: () => undefined },
     );

@@ -173,7 +173,11 @@ current-context: c
     });
     return { code, out, err };
   }
-  const common = () => ["--tls-cert-dir", dir, "--webhook-port", "0", "--health-probe-bind-address", "127.0.0.1:0"];
+  // The fake kcp is plain http: only the development flag lets the webhook talk to it.
+  const common = () => [
+    ...["--tls-cert-dir", dir, "--webhook-port", "0", "--health-probe-bind-address", "127.0.0.1:0"],
+    "--allow-insecure-kcp=true",
+  ];
 
   it("--help prints usage and exits 0", async () => {
     assert.deepEqual(await runOnce(["--help"]), { code: 0, out: USAGE, err: "" });

@@ -14,6 +14,7 @@ import { dependentTypeKey } from "../../../api/index-report.ts";
 import type { IndexedType, RuleRegistry } from "../../rules/registry.ts";
 import { ReferenceStore, type IndexedDependent } from "./store.ts";
 import type { IndexBudget, UnreadableReason } from "./budget.ts";
+import { watchEndpoints, type IndexEndpointPolicy } from "./export-endpoints.ts";
 
 /** Why one dependent type cannot be answered from the index, for logs, metrics and the rule's status. */
 export interface TypeHealth {
@@ -54,27 +55,45 @@ export interface IndexWatch {
 /** Builds (does not start) the watch of one type; `onChange` must be called after every change. */
 export type IndexWatchFactory = (spec: { key: string; type: IndexedType; onChange: () => void }) => IndexWatch;
 
-/** The production factory: an ExportWatch through the type's provider export, one ReferenceStore per endpoint. */
+export interface ExportWatchFactoryOptions {
+  /** Which virtual workspace URLs of the provider's slices may be followed (export-endpoints.ts). */
+  endpoints: IndexEndpointPolicy;
+  pageSize?: number;
+  budget?: Partial<IndexBudget>;
+}
+
+/**
+ * The production factory: an ExportWatch through the type's provider export, one ReferenceStore per endpoint, and
+ * only the slice URLs the allow-list lets through (a refused one makes the type failing, with its URL in the error).
+ */
 export function exportWatchFactory(
   base: RestClient,
   logger: Logger,
-  pageSize?: number,
-  budget?: Partial<IndexBudget>,
+  opts: ExportWatchFactoryOptions,
 ): IndexWatchFactory {
   return ({ key, type, onChange }) => {
     const d = type.dependent;
+    const endpoints = watchEndpoints(opts.endpoints, { cluster: d.exportCluster, name: d.apiExportName });
     const watch = new ExportWatch<KubeObject, IndexedDependent>({
       exportWorkspace: base.forCluster(d.exportCluster),
       exportName: d.apiExportName,
       resourcePath: `/apis/${d.group}/${d.version}/${d.resource}`,
       logger: logger.child({ index: key }),
-      newStore: () => new ReferenceStore(type.fieldPaths, undefined, budget),
-      ...(pageSize ? { pageSize } : {}),
+      newStore: () => new ReferenceStore(type.fieldPaths, undefined, opts.budget),
+      ...(opts.pageSize ? { pageSize: opts.pageSize } : {}),
+      select: endpoints.select,
+      onRefused: endpoints.onRefused,
       onChange,
     });
     return {
-      start: () => watch.start(),
-      stop: () => watch.stop(),
+      start: () => {
+        endpoints.start(() => watch.refresh());
+        watch.start();
+      },
+      stop: () => {
+        endpoints.stop();
+        watch.stop();
+      },
       hasSynced: () => watch.hasSynced(),
       endpointsKnown: () => watch.endpointsKnown(),
       failing: () => watch.failing(),
