@@ -36,6 +36,24 @@ export const imageCommand = (name: "webhook" | "controller"): string[] => [
   `/app/dist/cmd/${name}.js`,
 ];
 
+/**
+ * The webhook's --virtual-workspace-origins on a multi-shard kcp: every shard's virtual-workspace origin, read from
+ * kcp's Shard objects. The index follows a provider's endpoint on a shard only when its origin is known, and it learns
+ * origins by itself only from the dep-ctrl export's endpoints, which name just the shards a dep-ctrl binding lives on
+ * (the topology binds it on the root shard; consumer2 on shard-1 binds only the providers' exports). As an operator of
+ * such a kcp would, the harness names them all. A single shard needs nothing: the dep-ctrl export's endpoint names it.
+ */
+export async function virtualWorkspaceOriginArgs(env: KcpEnv): Promise<string[]> {
+  if (env.shardAdmins.length < 2) return [];
+  const shards = await env.admin.listAll<{ spec?: { virtualWorkspaceURL?: string } }>(
+    "/clusters/root/apis/core.kcp.io/v1alpha1/shards",
+  );
+  const origins = shards.items.flatMap((s) =>
+    s.spec?.virtualWorkspaceURL ? [new URL(s.spec.virtualWorkspaceURL).origin] : [],
+  );
+  return origins.length > 0 ? [`--virtual-workspace-origins=${[...new Set(origins)].join(",")}`] : [];
+}
+
 function entryPoint(from: BinariesFrom, name: "webhook" | "controller"): string[] {
   return from === "dist"
     ? ["--enable-source-maps", ...NODE_FLAGS, path.join(REPO_ROOT, `dist/cmd/${name}.js`)]
@@ -82,6 +100,7 @@ export class Binaries {
         `--tls-key-file=${this.certs.key}`,
         `--health-probe-bind-address=127.0.0.1:${health}`,
         `--lookup=${this.lookup}`,
+        ...(await virtualWorkspaceOriginArgs(this.env)),
       ],
       path.join(this.env.rootDir, "webhook.log"),
     );

@@ -2,6 +2,7 @@
 // the controller, each supervised so that every exit is recorded with whether we caused it.
 import path from "node:path";
 import { REPO_ROOT } from "../kcp/harness.ts";
+import { virtualWorkspaceOriginArgs } from "../kcp/binaries.ts";
 import { ManagedProcess, freePort } from "../kcp/process.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
 import { Binaries, IDENTITIES, PATHS, waitReady, type BinaryProcess, type LookupMode } from "../kcp/topology.ts";
@@ -59,6 +60,7 @@ async function startWebhookReplica(bins: Binaries, rootDir: string, port: number
       `--tls-key-file=${bins.certs.key}`,
       `--health-probe-bind-address=127.0.0.1:${health}`,
       `--lookup=${bins.lookup}`,
+      ...(await virtualWorkspaceOriginArgs(bins.env)),
       // Index mode only: the live lookup keeps no index, so it has no budget.
       ...(bins.lookup === "index"
         ? [`--index-max-objects-per-workspace=${SOAK_INDEX_BUDGET.maxObjectsPerWorkspace}`]
