@@ -95,7 +95,8 @@ export class ExportWatch<T extends KubeObject, R = T> {
   /** The slice URLs refused at the last look, by `<slice> <url> <reason>`; they count as failing. */
   private refused = new Map<string, RefusedEndpoint>();
   private lastIgnored = "";
-  private lastPending = false;
+  /** The selection the followed endpoints come from, made at the last look (undefined before the first). */
+  private current: EndpointSelection | undefined;
 
   constructor(opts: ExportWatchOptions<T, R>) {
     this.opts = opts;
@@ -125,13 +126,13 @@ export class ExportWatch<T extends KubeObject, R = T> {
   refresh(): void {
     if (!this.slices.hasSynced()) return;
     const selection = this.selection();
+    const pendingChanged = selection.pending !== this.current?.pending;
+    this.current = selection;
     const refusalsChanged = this.noteRefusals(selection);
     const ignored = selection.ignored.join(" ");
     if (ignored !== this.lastIgnored && selection.ignored.length > 0)
       this.opts.logger.info({ slices: selection.ignored }, "endpoint slices of another workspace's export ignored");
     this.lastIgnored = ignored;
-    const pendingChanged = selection.pending !== this.lastPending;
-    this.lastPending = selection.pending;
     const urls = selection.urls;
     const joined = urls.join(" ");
     if (joined === this.lastUrls && !refusalsChanged && !pendingChanged) return;
@@ -175,10 +176,13 @@ export class ExportWatch<T extends KubeObject, R = T> {
     return this.slices.hasSynced() && this.objects.hasSynced() && this.endpointsCurrent();
   }
 
-  /** The followed endpoints are those the slices name now, and no slice's path is still being resolved. */
+  /**
+   * The followed endpoints are those the slices name now, and no slice's path is still being resolved. Every change
+   * of the slices, the origins or a path's resolution looks again at once, so the last look is current; it is kept
+   * rather than made again here, since each DELETE's lookup asks (and a tenant's slice may list many URLs).
+   */
   private endpointsCurrent(): boolean {
-    const now = this.selection();
-    return !now.pending && this.lastUrls === now.urls.join(" ");
+    return this.current !== undefined && !this.current.pending && this.lastUrls === this.current.urls.join(" ");
   }
 
   endpoints(): string[] {
