@@ -41,6 +41,10 @@ export interface WebhookMetrics extends RuleEndpointMetrics {
   registryProblems: Gauge;
   rulesNotEnforced: Gauge;
   certificateReloads: Counter<"result">;
+  /** Bytes of request bodies received and held now, against the budget shared by all requests. */
+  bodyBytesHeld: Gauge;
+  /** Connections open, handshakes included, against the connection cap. */
+  connectionsOpen: Gauge;
 }
 
 /**
@@ -69,7 +73,7 @@ export function createWebhookMetrics(registry: Registry): WebhookMetrics {
   };
 }
 
-/** What the HTTP layer counts: refusals before any decision, every response by code, certificate reloads. */
+/** What the HTTP layer counts: refusals before any decision, every response by code, certificate reloads, body bytes and connections held. */
 function transportMetrics(registers: Registers) {
   return {
     refusals: new Counter({
@@ -88,6 +92,16 @@ function transportMetrics(registers: Registers) {
       name: "dependency_webhook_certificate_reloads_total",
       help: "Serving certificate reloads after the files changed, by result (success, error).",
       labelNames: ["result"] as const,
+      registers,
+    }),
+    bodyBytesHeld: new Gauge({
+      name: "dependency_webhook_body_bytes_held",
+      help: "Bytes of request bodies received and not yet released, against the budget all requests share (16 MiB).",
+      registers,
+    }),
+    connectionsOpen: new Gauge({
+      name: "dependency_webhook_connections_open",
+      help: "Connections open on the review port, handshakes included, against the cap (256).",
       registers,
     }),
   };

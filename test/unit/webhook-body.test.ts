@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import type http from "node:http";
 import { PassThrough } from "node:stream";
 import type { Clock, Timer } from "../../src/util/clock.ts";
-import { BodyError, readBody, type BodyBudget } from "../../src/webhook/http/limits.ts";
+import { BodyBudget } from "../../src/webhook/http/budget.ts";
+import { BodyError, readBody } from "../../src/webhook/http/limits.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 
 /** A request body stream with the given headers. */
@@ -13,14 +14,7 @@ function request(headers: Record<string, string> = {}): PassThrough & { headers:
   return Object.assign(new PassThrough(), { headers });
 }
 
-function budget(max: number): BodyBudget & { held: () => number } {
-  let held = 0;
-  return {
-    take: (n) => (held + n > max ? false : ((held += n), true)),
-    give: (n) => void (held -= n),
-    held: () => held,
-  };
-}
+const budget = (max: number) => new BodyBudget(max);
 
 const rules = (clock: Clock, b: BodyBudget) => ({
   maxBytes: 1024,
@@ -38,8 +32,12 @@ describe("readBody", () => {
     const r = request();
     const body = readBody(as(r), rules(new FakeClock(), b));
     r.end("hello");
-    assert.equal((await body).toString(), "hello");
-    assert.equal(b.held(), 5);
+    const received = await body;
+    assert.equal(received.body.toString(), "hello");
+    assert.equal(b.held, 5);
+    received.release();
+    received.release();
+    assert.equal(b.held, 0);
   });
 
   it("refuses an oversize body (413) and one over the bytes held at once (429), giving the bytes back", async () => {
@@ -51,8 +49,8 @@ describe("readBody", () => {
     const body = readBody(as(r), rules(new FakeClock(), b));
     r.write("0123456789");
     r.write("x");
-    await assert.rejects(body, (err) => err instanceof BodyError && err.code === 429);
-    assert.equal(b.held(), 0);
+    await assert.rejects(body, (err) => err instanceof BodyError && err.code === 429 && err.reason === "body-budget");
+    assert.equal(b.held, 0);
   });
 
   it("refuses a trickle once past the grace, and a body not whole by the deadline", async () => {
@@ -86,6 +84,62 @@ describe("readBody", () => {
     now = 5_000; // the first check runs 4 s late: nothing read yet, but the bytes may be waiting
     due?.();
     r.end("x".repeat(600));
-    assert.equal((await body).length, 600);
+    assert.equal((await body).body.length, 600);
+  });
+});
+
+describe("BodyBudget: a fair share of the bytes held at once", () => {
+  it("gives a request that needs room the room of the one holding the most, which is refused (body-preempted)", async () => {
+    const b = budget(1000);
+    const stalled = request();
+    const big = readBody(as(stalled), { ...rules(new FakeClock(), b), maxBytes: 2048 });
+    stalled.write("x".repeat(990)); // stalls just short of the budget
+    const small = request();
+    const genuine = readBody(as(small), rules(new FakeClock(), b));
+    small.end("y".repeat(100));
+    const received = await genuine;
+    assert.equal(received.body.length, 100);
+    await assert.rejects(big, (err) => err instanceof BodyError && err.reason === "body-preempted" && err.cutsOff);
+    assert.equal(b.held, 100);
+  });
+
+  it("takes room only from a request that would still hold more than the one asking, the largest first", () => {
+    const b = budget(100);
+    const preempted: string[] = [];
+    const hold = (name: string) => b.hold(() => preempted.push(name));
+    const [a, c, d] = [hold("a"), hold("c"), hold("d")];
+    assert.ok(a.take(50) && c.take(30) && d.take(20));
+    assert.equal(d.take(10), true, "d would hold 30, a holds 50: a gives way");
+    assert.deepEqual(preempted, ["a"]);
+    assert.equal(d.take(50), false, "c holds 30, less than d would: no trading places");
+    assert.deepEqual([b.held, a.bytes, c.bytes, d.bytes], [60, 0, 30, 30]);
+    assert.equal(a.take(1), false, "a was refused: its hold takes nothing more");
+    assert.equal(a.bytes, 0);
+  });
+
+  it("never takes room from a body already in whole, and gives all of it back once", () => {
+    const b = budget(100);
+    const preempted: string[] = [];
+    const whole = b.hold(() => preempted.push("whole"));
+    assert.ok(whole.take(90));
+    whole.settle();
+    const next = b.hold(() => preempted.push("next"));
+    assert.equal(next.take(20), false);
+    assert.deepEqual(preempted, []);
+    whole.release();
+    whole.release();
+    assert.equal(b.held, 0);
+    assert.equal(next.take(20), true);
+  });
+
+  it("keeps each of many connections to an equal share while a newcomer needs room", () => {
+    const b = budget(1024);
+    let preempted = 0;
+    const holds = Array.from({ length: 16 }, () => b.hold(() => preempted++));
+    for (const h of holds) assert.ok(h.take(64));
+    const newcomer = b.hold(() => assert.fail("the newcomer holds the least"));
+    for (let i = 0; i < 64; i++) assert.ok(newcomer.take(1), `byte ${i}`);
+    assert.equal(preempted, 1, "one stalled upload made room for 64 bytes");
+    assert.ok(Math.max(...holds.map((h) => h.bytes)) <= 64);
   });
 });

@@ -1,8 +1,9 @@
 // The transport's limits (body size and pace, body bytes held at once, review slots and queue, open connections), the
 // counters that enforce them, and reading a request body within them.
 import type http from "node:http";
-import type { TLSSocket } from "node:tls";
 import type { Clock, Timer } from "../../util/clock.ts";
+import { BodyBudget } from "./budget.ts";
+import { CONNECTION_MAX_IDLE_MS, Connections, type ConnectionHooks } from "./connections.ts";
 import { ReviewPool } from "./pool.ts";
 
 /**
@@ -13,7 +14,10 @@ import { ReviewPool } from "./pool.ts";
  */
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
-/** Body bytes held at once, over all requests, from the first byte until a slot is taken: 8 largest bodies. */
+/**
+ * Body bytes held at once, over all requests, from the first byte until a slot is taken: 8 largest bodies. Shared
+ * fairly (budget.ts): a request needing room takes it from the one holding the most.
+ */
 export const MAX_BUFFERED_BODY_BYTES = 8 * MAX_BODY_BYTES;
 
 /** A request's bytes are checked against the minimum rate this often, and only after this grace. */
@@ -35,7 +39,10 @@ export interface TransportLimits {
   maxConcurrentRuleReviews: number;
   /** Requests with their body in, waiting for a slot (each pool); over it, 429 at once. */
   maxQueuedReviews: number;
-  /** Open TLS connections served; a connection past it gets 429 and is closed. kcp keeps a few per API server. */
+  /**
+   * Open connections served; one past it closes the oldest that has sent no request, or else gets 429 and is closed
+   * (connections.ts). kcp keeps a few per API server.
+   */
   maxConnections: number;
   bodyTimeoutMs: number;
   minBodyBytesPerSecond: number;
@@ -55,25 +62,39 @@ export type Refusal =
   | "too-many-reviews"
   | "too-many-rule-reviews"
   | "too-many-connections"
+  | "connection-idle"
   | "body-budget"
+  | "body-preempted"
   | "body-too-large"
   | "body-too-slow"
   | "unauthenticated"
   | "connection-dropped";
 
-/** A body that was not read: 408 (too slow, or not whole in time), 413 (too large), 429 (over the bytes held). */
+type BodyRefusal = Extract<Refusal, "body-budget" | "body-preempted" | "body-too-large" | "body-too-slow">;
+const CODES: Record<BodyRefusal, 408 | 413 | 429> = {
+  "body-too-slow": 408,
+  "body-too-large": 413,
+  "body-budget": 429,
+  "body-preempted": 429,
+};
+
+/**
+ * A body that was not read: 408 (too slow, or not whole in time), 413 (too large), 429 (no room among the bytes held
+ * at once, or its room taken by a smaller request: it held the most).
+ */
 export class BodyError extends Error {
   readonly code: 408 | 413 | 429;
-  constructor(code: 408 | 413 | 429, message: string) {
+  readonly reason: BodyRefusal;
+  constructor(reason: BodyRefusal, message: string) {
     super(message);
-    this.code = code;
+    this.reason = reason;
+    this.code = CODES[reason];
   }
-}
 
-/** Bytes of request bodies held at once, over all requests. */
-export interface BodyBudget {
-  take(n: number): boolean;
-  give(n: number): void;
+  /** Whether the connection is closed after the answer: the caller trickled, or held the most bytes. */
+  get cutsOff(): boolean {
+    return this.reason === "body-too-slow" || this.reason === "body-preempted";
+  }
 }
 
 export interface BodyRules {
@@ -84,38 +105,45 @@ export interface BodyRules {
   minBytesPerSecond: number;
 }
 
+/** A body read whole; its bytes stay counted against the budget until `release`. */
+export interface ReceivedBody {
+  body: Buffer;
+  release(): void;
+}
+
 /**
  * Reads the body up to `maxBytes` (a larger one is refused as soon as it is seen: 413), whole within `timeoutMs` and,
- * after the grace, at `minBytesPerSecond` (else 408). Every byte held counts against `budget` (when spent: 429); on
- * success the bytes stay taken, and the caller gives back `body.length` once it no longer holds the raw body waiting.
+ * after the grace, at `minBytesPerSecond` (else 408). Every byte held counts against `budget` (no room: 429; room
+ * taken by a smaller request: 429 too); on success the bytes stay counted until the caller releases them, once it
+ * no longer holds the raw body waiting.
  */
-export function readBody(req: http.IncomingMessage, rules: BodyRules): Promise<Buffer> {
-  const { maxBytes, budget, clock } = rules;
+export function readBody(req: http.IncomingMessage, rules: BodyRules): Promise<ReceivedBody> {
+  const { maxBytes, clock } = rules;
   const declared = Number(req.headers["content-length"] ?? "0");
   if (declared > maxBytes)
     return Promise.reject(
-      new BodyError(413, `request body of ${declared} bytes exceeds the limit of ${maxBytes} bytes`),
+      new BodyError("body-too-large", `request body of ${declared} bytes exceeds the limit of ${maxBytes} bytes`),
     );
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const start = clock.now();
-    let size = 0;
     let timer: Timer | undefined;
+    const hold = rules.budget.hold(() => finish(new BodyError("body-preempted", PREEMPTED)));
     const finish = (err?: Error): void => {
       timer?.cancel();
       req.off("data", onData).off("end", onEnd).off("error", finish).off("close", onClose);
-      if (!err) return resolve(Buffer.concat(chunks, size));
-      budget.give(size);
+      if (!err)
+        return void (
+          hold.settle(),
+          resolve({ body: Buffer.concat(chunks, hold.bytes), release: () => hold.release() })
+        );
+      hold.release();
       reject(err);
     };
     const onData = (chunk: Buffer): void => {
-      if (size + chunk.length > maxBytes)
-        return finish(new BodyError(413, `request body exceeds the limit of ${maxBytes} bytes`));
-      if (!budget.take(chunk.length))
-        return finish(
-          new BodyError(429, "the webhook is receiving too many request bodies at once, retry in a second"),
-        );
-      size += chunk.length;
+      if (hold.bytes + chunk.length > maxBytes)
+        return finish(new BodyError("body-too-large", `request body exceeds the limit of ${maxBytes} bytes`));
+      if (!hold.take(chunk.length)) return finish(new BodyError("body-budget", NO_ROOM));
       chunks.push(chunk);
     };
     const onEnd = (): void => finish();
@@ -132,45 +160,45 @@ export function readBody(req: http.IncomingMessage, rules: BodyRules): Promise<B
       if (late > BODY_CHECK_MS) return void (lag += late);
       const elapsed = now - start;
       if (elapsed >= rules.timeoutMs)
-        return finish(new BodyError(408, `request body not received whole within ${rules.timeoutMs} ms`));
-      if (size < (rules.minBytesPerSecond * Math.max(0, elapsed - lag - BODY_RATE_GRACE_MS)) / 1000)
-        return finish(new BodyError(408, `request body arriving slower than ${rules.minBytesPerSecond} bytes/s`));
+        return finish(new BodyError("body-too-slow", `request body not received whole within ${rules.timeoutMs} ms`));
+      if (hold.bytes < (rules.minBytesPerSecond * Math.max(0, elapsed - lag - BODY_RATE_GRACE_MS)) / 1000)
+        return finish(
+          new BodyError("body-too-slow", `request body arriving slower than ${rules.minBytesPerSecond} bytes/s`),
+        );
     };
     req.on("data", onData).on("end", onEnd).on("error", finish).on("close", onClose);
     timer = clock.after(BODY_CHECK_MS, check);
   });
 }
 
+const NO_ROOM = "the webhook is receiving too many request bodies at once, retry in a second";
+const PREEMPTED =
+  "the webhook needed room for other requests, and this body held the most of the bytes received at once: retry";
+
+/** What the server tells of its limits as they are used: body bytes held, connections open and closed as silent. */
+export interface CapacityHooks extends ConnectionHooks {
+  bodyBytes?: (held: number) => void;
+}
+
 /** The server's use of its limits: open connections, body bytes held, and the two review pools. */
 export class Capacity {
-  readonly maxConnections: number;
+  readonly connections: Connections;
   readonly budget: BodyBudget;
   /** DELETE reviews (/validate/...), and DependencyRule reviews (/validate-rules) apart from them. */
   readonly deletes: ReviewPool;
   readonly rules: ReviewPool;
-  private connections = 0;
-  private readonly overCapacity = new WeakSet<object>();
 
-  constructor(limits: TransportLimits & { maxBufferedBodyBytes: number }, clock: Clock) {
-    this.maxConnections = limits.maxConnections;
-    let buffered = 0;
-    this.budget = {
-      take: (n) => (buffered + n > limits.maxBufferedBodyBytes ? false : ((buffered += n), true)),
-      give: (n) => void (buffered -= n),
-    };
+  constructor(
+    limits: TransportLimits & { maxBufferedBodyBytes: number; connectionIdleMs: number },
+    clock: Clock,
+    hooks: CapacityHooks = {},
+  ) {
+    const idleMs = limits.connectionIdleMs;
+    const maxIdleMs = Math.max(idleMs, CONNECTION_MAX_IDLE_MS);
+    this.connections = new Connections({ max: limits.maxConnections, idleMs, maxIdleMs }, clock, hooks);
+    this.budget = new BodyBudget(limits.maxBufferedBodyBytes, hooks.bodyBytes);
     const queue = { maxQueued: limits.maxQueuedReviews, maxWaitMs: QUEUE_WAIT_MS };
     this.deletes = new ReviewPool({ slots: limits.maxConcurrentReviews, ...queue }, clock);
     this.rules = new ReviewPool({ slots: limits.maxConcurrentRuleReviews, ...queue }, clock);
-  }
-
-  /** Counts a new connection until it closes; one past the cap is marked, and its requests are refused. */
-  connectionOpened(socket: TLSSocket): void {
-    this.connections++;
-    if (this.connections > this.maxConnections) this.overCapacity.add(socket);
-    socket.once("close", () => this.connections--);
-  }
-
-  isOverCapacity(socket: object): boolean {
-    return this.overCapacity.has(socket);
   }
 }

@@ -10,7 +10,7 @@ import { clip, logSafe } from "../../observability/clip.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { Authenticate } from "./authenticate.ts";
 import type { AdmissionHandler } from "../deletion/handler.ts";
-import { BodyError, readBody, type Capacity, type Refusal, type TransportLimits } from "./limits.ts";
+import { BodyError, readBody, type Capacity, type ReceivedBody, type Refusal, type TransportLimits } from "./limits.ts";
 import { countDecision, type WebhookMetrics } from "../metrics.ts";
 import type { OpenRequest, OpenRequests } from "./origins.ts";
 import type { Replies } from "./replies.ts";
@@ -60,9 +60,9 @@ function transportChecks(deps: RequestDeps): (req: http.IncomingMessage, res: ht
   const { capacity, replies, refused } = deps;
   let legacyWarned = false;
   return (req, res) => {
-    if (capacity.isOverCapacity(req.socket)) {
+    if (capacity.connections.isOverCapacity(req.socket)) {
       refused("too-many-connections");
-      const message = `the webhook has ${capacity.maxConnections} connections open, retry in a second`;
+      const message = `the webhook has ${capacity.connections.max} connections open, retry in a second`;
       return replies.refuse(req, res, 429, message);
     }
     const unauthenticated = deps.authenticate(req);
@@ -98,7 +98,7 @@ async function receive(
   req: http.IncomingMessage,
   res: http.ServerResponse,
   open: OpenRequest,
-): Promise<Buffer | undefined> {
+): Promise<ReceivedBody | undefined> {
   open.stage("receiving");
   try {
     return await readBody(req, {
@@ -110,9 +110,10 @@ async function receive(
     });
   } catch (err) {
     if (!(err instanceof BodyError)) return void req.socket.destroy(); // the caller went away
-    deps.refused(err.code === 413 ? "body-too-large" : err.code === 408 ? "body-too-slow" : "body-budget");
-    // A trickling upload is cut off once the answer is out, like an oversize one: its connection is the attack.
-    if (err.code === 408) res.once("finish", () => req.socket.destroy());
+    deps.refused(err.reason);
+    // A trickling upload, or one that held the most bytes, is cut off once the answer is out, like an oversize one:
+    // its connection is the attack, and draining it would hold the bytes it was refused for.
+    if (err.cutsOff) res.once("finish", () => req.socket.destroy());
     deps.replies.refuse(req, res, err.code, err.message);
     return undefined;
   }
@@ -125,11 +126,11 @@ async function inSlot(
   res: http.ServerResponse,
   r: Served,
   open: OpenRequest,
-  raw: Buffer,
+  received: ReceivedBody,
 ): Promise<void> {
   const pool = r.rules ? deps.capacity.rules : deps.capacity.deletes;
   const slot = await pool.acquire(() => open.stage("queued"));
-  deps.capacity.budget.give(raw.length);
+  received.release();
   if (slot !== true) {
     deps.refused(r.rules ? "too-many-rule-reviews" : "too-many-reviews");
     const what = r.rules ? "DependencyRule reviews" : "reviews";
@@ -143,7 +144,7 @@ async function inSlot(
   try {
     if (req.socket.destroyed) return; // the caller gave up while it waited: nobody would read the answer
     open.stage("deciding");
-    await review(deps, res, r, raw);
+    await review(deps, res, r, received.body);
   } finally {
     pool.release();
   }

@@ -2,14 +2,15 @@
 // /validate-rules and, when enabled, at the legacy /validate (routes.ts), with a certificate reloaded
 // when its files change. Each request goes through requests.ts within the limits of limits.ts, answered through
 // replies.ts, the caller checked by authenticate.ts.
+import type http from "node:http";
 import https from "node:https";
-import type { AddressInfo } from "node:net";
-import type { TLSSocket } from "node:tls";
+import type { AddressInfo, Socket } from "node:net";
 import type { Logger } from "pino";
 import type { AdmissionRequest, Decision } from "../admission.ts";
 import { callerAuthenticator } from "./authenticate.ts";
 import { CertificateReloader, type KeyPair, type TlsFiles } from "./certs.ts";
 import type { AdmissionHandler } from "../deletion/handler.ts";
+import { CONNECTION_IDLE_MS } from "./connections.ts";
 import { Capacity, DEFAULT_LIMITS, MAX_BODY_BYTES, MAX_BUFFERED_BODY_BYTES, type Refusal } from "./limits.ts";
 import type { WebhookMetrics } from "../metrics.ts";
 import { createOpenRequests, type OpenRequests } from "./origins.ts";
@@ -49,10 +50,18 @@ export interface WebhookServerOptions {
   clock?: Clock;
   /** Counts open requests by origin, pool and stage (createOpenRequests); default: not counted. */
   openRequests?: OpenRequests;
-  /** Body bytes being received at once over all requests (default MAX_BUFFERED_BODY_BYTES); over it, 429. */
+  /**
+   * Body bytes being received at once over all requests (default MAX_BUFFERED_BODY_BYTES), shared fairly: a request
+   * needing room takes it from the one holding the most (budget.ts); with none larger, 429.
+   */
   maxBufferedBodyBytes?: number;
-  /** Open TLS connections (default 256); a request on a connection past it gets 429 and a close. */
+  /**
+   * Open connections (default 256). One past it closes the oldest that has sent no request; with none, its requests
+   * get 429 and a close.
+   */
   maxConnections?: number;
+  /** A connection that has sent no request is closed after this while the cap is near (default 3 s), after 10 s anyway. */
+  connectionIdleMs?: number;
   /** Time allowed to receive the headers, and the whole request, before the socket is dropped. */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
@@ -85,10 +94,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   const authenticate = callerAuthenticator({ ...opts, clientCAFile: opts.tls.clientCAFile });
   const limits = limitsOf(opts);
   const clock = opts.clock ?? realClock;
-  const capacity = new Capacity(
-    { ...limits, maxBufferedBodyBytes: opts.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES },
-    clock,
-  );
+  const capacity = capacityOf(opts, limits, clock, refused);
   const replies = createReplies((code) => opts.metrics.responses.inc({ code: String(code) }));
   const certs = new CertificateReloader({
     files: opts.tls,
@@ -144,6 +150,24 @@ function limitsOf(opts: WebhookServerOptions) {
   };
 }
 
+/** The limits in use, shown by the metrics; a connection closed for sending nothing counts as a refusal. */
+function capacityOf(
+  opts: WebhookServerOptions,
+  limits: ReturnType<typeof limitsOf>,
+  clock: Clock,
+  refused: (reason: Refusal) => void,
+): Capacity {
+  const budgets = {
+    maxBufferedBodyBytes: opts.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES,
+    connectionIdleMs: opts.connectionIdleMs ?? CONNECTION_IDLE_MS,
+  };
+  return new Capacity({ ...limits, ...budgets }, clock, {
+    bodyBytes: (held) => opts.metrics.bodyBytesHeld.set(held),
+    open: (n) => opts.metrics.connectionsOpen.set(n),
+    closedIdle: () => refused("connection-idle"),
+  });
+}
+
 function tlsOptions(opts: WebhookServerOptions, pair: KeyPair) {
   return {
     cert: pair.cert,
@@ -187,10 +211,14 @@ function createServer(
   return server;
 }
 
-/** Counts connections against the cap; past twice the cap they are dropped before the handshake costs anything. */
+/**
+ * Counts connections against the cap from the TCP accept, and which of them have sent a request (connections.ts);
+ * past twice the cap they are dropped before the handshake costs anything.
+ */
 function watchConnections(server: https.Server, capacity: Capacity, refused: (reason: Refusal) => void): void {
-  server.on("secureConnection", (socket: TLSSocket) => capacity.connectionOpened(socket));
-  server.maxConnections = 2 * capacity.maxConnections;
+  server.on("connection", (socket: Socket) => capacity.connections.accepted(socket));
+  server.on("request", (req: http.IncomingMessage) => capacity.connections.requested(req.socket));
+  server.maxConnections = 2 * capacity.connections.max;
   server.on("drop", () => refused("connection-dropped"));
 }
 
