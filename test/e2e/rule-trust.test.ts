@@ -31,7 +31,7 @@ function rule(name: string, over: { dependent?: Record<string, string>; dependen
 }
 
 /** `kubectl apply -f` of one object into the compute provider, as a provider admin runs it. */
-function kubectlApply(obj: KObject): { code: number; out: string } {
+function kubectlApply(obj: KObject, ...flags: string[]): { code: number; out: string } {
   const file = path.join(e2e.kcp.rootDir, `apply-${String((obj.metadata as { name: string }).name)}.yaml`);
   writeFileSync(file, stringify(obj));
   const r = spawnSync(
@@ -41,6 +41,7 @@ function kubectlApply(obj: KObject): { code: number; out: string } {
       "--context=base",
       `--server=${e2e.kcp.baseUrl}/clusters/${PATHS.compute}`,
       "apply",
+      ...flags,
       "-f",
       file,
     ],
@@ -102,8 +103,31 @@ test("a typo in the dependent resource, a foreign dependent type and an object n
 test("a dependency on a provider that does not exist yet is accepted with a warning kubectl prints", async () => {
   const r = kubectlApply(rule("vm-later", { dependency: { apiExportRef: { path: "root:later", name: "x.io" } } }));
   assert.equal(r.code, 0, r.out);
-  assert.match(r.out, /Warning: spec.dependencies\[0\].apiExportRef.path: workspace root:later not found/);
+  assert.match(r.out, /Warning: spec.dependencies\[0\]: workspace root:later not found or not readable by dep-ctrl/);
   await compute().request("DELETE", `${RULES}/vm-later`);
+});
+
+test("about another workspace, a dry-run apply says the same whether it exists or not", () => {
+  // Any provider may dry-run apply rules: what it is told about a workspace path must not say whether the path
+  // exists, whether dep-ctrl may read it, or what its exports serve. gadgets are served by nobody.
+  const warnings = (path: string): string[] => {
+    const dependency = { apiExportRef: { path, name: "network.test.io" }, resource: "gadgets" };
+    const r = kubectlApply(rule("vm-probe", { dependency }), "--dry-run=server");
+    assert.equal(r.code, 0, r.out);
+    return r.out
+      .split("\n")
+      .filter((line) => line.startsWith("Warning:"))
+      .map((line) => line.replaceAll(path, "<path>"));
+  };
+  const missing = warnings("root:no-such-workspace");
+  assert.deepEqual(missing, [
+    "Warning: spec.dependencies[0]: workspace <path> not found or not readable by dep-ctrl, or its APIExport " +
+      "network.test.io does not serve gadgets.network.test.io at v1 (which one is said only about the rule's own " +
+      "workspace); the controller checks the rule again",
+  ]);
+  // The network provider (exists, readable, its export serves vpcs and subnets), a consumer (exists, no export), root.
+  for (const path of [PATHS.network, PATHS.consumer1, "root", `${PATHS.network}:below`])
+    assert.deepEqual(warnings(path), missing, path);
 });
 
 test("one provider's typo'd path leaves another provider's deletes decided, and names nothing of it", async () => {

@@ -60,18 +60,20 @@ describe("rule admission deadline", () => {
     await clock.advance(RULE_CHECK_DEADLINE_MS - 1);
     assert.equal(decided, undefined, "decided before the deadline");
     await clock.advance(1);
+    // Said like anything else about another workspace: a slow answer must not tell an existing one from a missing one.
     assert.deepEqual(decided, {
       allowed: true,
       reason: "rule-unverified",
       warnings: [
-        "spec.dependencies[0]: not checked within 2.5 s (kcp answers slowly); the controller checks it and reports " +
-          "on the rule's status",
+        "spec.dependencies[0]: workspace root:slow not found or not readable by dep-ctrl, or its APIExport " +
+          "network.test.io does not serve vpcs.network.test.io at v1 (which one is said only about the rule's own " +
+          "workspace); the controller checks the rule again",
       ],
     });
     slowPath.settle({ ok: true, cluster: logicalClusterName("net") }); // a late answer changes nothing
   });
 
-  it("still refuses what it found definitely wrong before the deadline", async () => {
+  it("still refuses what it found definitely wrong in the rule's own workspace before the deadline", async () => {
     const clock = new FakeClock();
     let decided: Decision | undefined;
     void admitRule(
@@ -82,10 +84,11 @@ describe("rule admission deadline", () => {
       {
         clock,
         fetchExport: (cluster) => Promise.resolve(cluster === "compute" ? COMPUTE : NETWORK),
+        // root:fast is the rule's own workspace ("compute"), which does not export subnets.
         resolve: (path) =>
           path === "root:slow"
             ? pending<Resolution>().promise
-            : Promise.resolve({ ok: true, cluster: logicalClusterName("net") }),
+            : Promise.resolve({ ok: true, cluster: logicalClusterName("compute") }),
       },
     ).then((d) => (decided = d));
     await clock.advance(RULE_CHECK_DEADLINE_MS);

@@ -1,11 +1,17 @@
 // The apply-time check of DependencyRules: what is refused (cannot be right), what only warns (may become right).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { pino } from "pino";
 import type { ExportFacts } from "../../src/api/references.ts";
 import { logicalClusterName } from "../../src/api/wire.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import type { AdmissionRequest } from "../../src/webhook/admission.ts";
-import { admitRule, type RuleCheckDeps } from "../../src/webhook/rules/rule-admission.ts";
+import {
+  admitRule,
+  checkRule,
+  createRuleAdmissionHandler,
+  type RuleCheckDeps,
+} from "../../src/webhook/rules/rule-admission.ts";
 import { ruleObject, type DepSpec } from "./helpers-rules.ts";
 
 const schemas = (kinds: Record<string, string>, versions = ["v1"]) =>
@@ -36,6 +42,8 @@ function deps(over: { exports?: Record<string, ExportFacts>; resolutions?: Recor
   };
   const resolutions: Record<string, Resolution> = {
     "root:network-provider": { ok: true, cluster: logicalClusterName("net") },
+    // The rules below live in the compute provider's workspace ("compute").
+    "root:compute-provider": { ok: true, cluster: logicalClusterName("compute") },
     ...over.resolutions,
   };
   const d: RuleCheckDeps = {
@@ -104,31 +112,69 @@ describe("admitRule", () => {
     assert.match(self.allowed ? "" : self.message, /names the dependent itself/);
   });
 
-  it("refuses a dependency resource its provider's export does not serve (a typo)", async () => {
-    const d = await admitRule(create(VM, [{ resource: "vpc" }]), deps());
+  it("refuses a dependency in the rule's own workspace that its export does not serve (a typo), in detail", async () => {
+    const own = { group: "compute.test.io", resource: "virtualmachine", path: "root:compute-provider" };
+    const d = await admitRule(create(VM, [{ ...own, fieldPath: ".spec.vmRef.name" }]), deps());
     assert.match(
       d.allowed ? "" : d.message,
-      /spec.dependencies\[0\]: APIExport network.test.io in root:network-provider does not export vpc.network.test.io \(it exports subnets.network.test.io, vpcs.network.test.io\)/,
+      /spec.dependencies\[0\]: APIExport compute.test.io in root:compute-provider does not export virtualmachine.compute.test.io \(it exports virtualmachines.compute.test.io\)/,
     );
   });
 
-  it("only warns about a provider that does not exist yet, or whose export is not there yet", async () => {
-    const unknownPath = await admitRule(create(VM, [{ resource: "vpcs", path: "root:later" }]), deps());
-    assert.deepEqual(unknownPath, {
+  it("says one thing about another workspace whatever is wrong there: it names only what the author wrote", async () => {
+    // Any tenant may dry-run apply rules: a workspace that does not exist, one dep-ctrl may not read, one being
+    // deleted, and one that exists with an export that is missing, declined, or serves something else must all get
+    // the same answer, or applying rules would map the installation's workspaces and their exports.
+    // (What checks out is valid, silently: a rule naming exactly an export there learns it is right. That takes
+    // knowing the path, the export and what it serves, and the provider's consent to dep-ctrl reading its exports.)
+    const at = (over: Parameters<typeof deps>[0]) => deps(over);
+    const p = "root:someone-else";
+    const exportsOnly = (resources: string[], versions = ["v1"]): Extract<ExportFacts, { found: true }> => ({
+      found: true,
+      resources: resources.map((r) => ({ group: "network.test.io", name: r, schema: `v1.${r}` })),
+      schemas: schemas(Object.fromEntries(resources.map((r) => [`v1.${r}`, "X"])), versions),
+    });
+    const resolved = { [p]: { ok: true, cluster: logicalClusterName("other") } as Resolution };
+    const situations: Record<string, RuleCheckDeps> = {
+      "no such workspace": at({ resolutions: { [p]: { ok: false, reason: `workspace ${p} not found` } } }),
+      "not readable": at({ resolutions: { [p]: { ok: false, transient: true, reason: "not allowed to read" } } }),
+      "being deleted": at({ resolutions: { [p]: { ok: false, reason: `workspace ${p} is being deleted` } } }),
+      "no such export": at({ resolutions: resolved }),
+      "export not readable": at({
+        resolutions: resolved,
+        exports: { "other/network.test.io": { found: false, definite: false, reason: "403", declined: true } },
+      }),
+      "resource not exported": at({
+        resolutions: resolved,
+        exports: { "other/network.test.io": exportsOnly(["subnets"]) },
+      }),
+      "version not served": at({
+        resolutions: resolved,
+        exports: { "other/network.test.io": exportsOnly(["vpcs"], ["v2"]) },
+      }),
+      "schema not readable": at({
+        resolutions: resolved,
+        exports: { "other/network.test.io": { ...exportsOnly(["vpcs"]), schemas: new Map<string, never>() } },
+      }),
+    };
+    const want = {
       allowed: true,
       reason: "rule-unverified",
       warnings: [
-        "spec.dependencies[0].apiExportRef.path: workspace root:later not found; the rule protects nothing there yet",
+        `spec.dependencies[0]: workspace ${p} not found or not readable by dep-ctrl, or its APIExport network.test.io ` +
+          "does not serve vpcs.network.test.io at v1 (which one is said only about the rule's own workspace); " +
+          "the controller checks the rule again",
       ],
-    });
-    const noExport = await admitRule(
-      create(VM, [{ resource: "vpcs" }]),
-      deps({ exports: { "net/network.test.io": { found: false, definite: true } } }),
-    );
-    assert.equal(noExport.allowed, true);
-    assert.deepEqual(noExport.allowed && noExport.warnings, [
-      "spec.dependencies[0]: APIExport network.test.io in root:network-provider not found",
-    ]);
+    };
+    const hidden = new Set<string>();
+    for (const [situation, d] of Object.entries(situations)) {
+      const checked = await checkRule(create(VM, [{ resource: "vpcs", path: p }]), d);
+      assert.deepEqual(checked.decision, want, situation);
+      // The operator's log gets the reason, one per situation.
+      assert.equal(checked.hidden.length, 1, situation);
+      hidden.add(checked.hidden[0]!);
+    }
+    assert.equal(hidden.size, Object.keys(situations).length);
   });
 
   it("a workspace that declined the read-only claims: allowed, with a warning that the rule is not enforced", async () => {
@@ -147,13 +193,17 @@ describe("admitRule", () => {
     );
   });
 
-  it("a provider path that does not resolve: allowed, with a warning that it protects nothing there", async () => {
-    const d = await admitRule(
-      create(VM, [{ resource: "vpcs", path: "root:team-b:private" }]),
-      deps({ resolutions: { "root:team-b:private": { ok: false, transient: true, reason: "403: not allowed" } } }),
+  it("logs what the warnings left unsaid, for the operator", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino(
+      { level: "info" },
+      { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
     );
+    const handler = createRuleAdmissionHandler({ deps: deps(), logger });
+    const d = await handler(create(VM, [{ resource: "vpcs", path: "root:later" }]));
     assert.equal(d.allowed, true);
-    assert.match((d.allowed && d.warnings?.[0]) || "", /403: not allowed; the rule protects nothing there yet/);
+    const line = lines.find((l) => l["msg"] === "rule accepted with warnings");
+    assert.deepEqual(line?.["unconfirmed"], ["spec.dependencies[0].apiExportRef.path: workspace root:later not found"]);
   });
 
   it("lets anything but CREATE and UPDATE through", async () => {

@@ -1,12 +1,17 @@
 // The apply-time check of a DependencyRule (CREATE and UPDATE, called through the ValidatingWebhookConfiguration
 // the controller installs in the dep-ctrl workspace). A rule that cannot be right is refused with the reason: a spec
-// the rule model rejects, a dependent its own workspace does not serve, a dependency whose provider's export does
-// not serve what the rule names. What may still become right later (a provider workspace or APIExport that does not
+// the rule model rejects, a dependent its own workspace does not serve, a dependency in its own workspace that the
+// export there does not serve. What may still become right later (a provider workspace or APIExport that does not
 // exist yet, no consent to read it, kcp unreachable) is allowed with a warning: the controller keeps checking and
 // reports on the rule's status. A rule whose own workspace declined the read-only claims is allowed too, with a
 // warning that it is not enforced: nobody could check it, so it must not gate anyone's deletes.
+//
+// About any other workspace the author is told one thing only, whatever went wrong there (unconfirmed()): any tenant
+// may dry-run apply rules, and answers that differed would tell it which workspace paths exist in the installation,
+// which of them dep-ctrl may read, and what their exports serve. So a dependency elsewhere is never refused, only
+// warned about, in words that name nothing but what the author wrote; the real reason goes to the webhook's log.
 import { checkDependency, checkDependent, type ExportFacts, type ReferenceCheck } from "../../api/references.ts";
-import { parseRule } from "../../api/rule.ts";
+import { parseRule, type ParsedDependency } from "../../api/rule.ts";
 import {
   CLUSTER_ANNOTATION,
   type GroupResource,
@@ -52,8 +57,57 @@ export const DECLINED_WARNING =
   "this rule is NOT enforced until its workspace accepts the read-only claims (its status says so), " +
   "unless the operator runs the webhook with --enforce-unverified-rules";
 
+/**
+ * The one answer about a dependency in a workspace other than the rule's own that does not check out, whatever the
+ * reason: the workspace missing or being deleted, dep-ctrl not allowed to read it or its export, the export missing
+ * or serving something else, kcp too slow to say. It names only what the author wrote.
+ */
+export function unconfirmed(dep: ParsedDependency): string {
+  const t = dep.target;
+  const gr = t.group === "" ? t.resource : `${t.resource}.${t.group}`;
+  return (
+    `spec.dependencies[${dep.index}]: workspace ${dep.path} not found or not readable by dep-ctrl, or its APIExport ` +
+    `${dep.exportName} does not serve ${gr} at ${t.version} (which one is said only about the rule's own workspace); ` +
+    "the controller checks the rule again"
+  );
+}
+
+/** One dependency's check, and what it did not tell the author (for the log, starting with the field). */
+interface DependencyAnswer {
+  check: ReferenceCheck;
+  hidden?: string;
+}
+
+/** A dependency checked in full when its path is the rule's own workspace (`own`), else answered by unconfirmed(). */
+async function checkOneDependency(
+  dep: ParsedDependency,
+  own: LogicalClusterName,
+  deps: RuleCheckDeps,
+): Promise<DependencyAnswer> {
+  const r = await deps.resolve(dep.path);
+  const not = (hidden: string): DependencyAnswer => ({
+    check: { ok: false, definite: false, message: unconfirmed(dep) },
+    hidden,
+  });
+  if (!r.ok) return not(`spec.dependencies[${dep.index}].apiExportRef.path: ${r.reason}`);
+  const check = checkDependency(dep, await deps.fetchExport(r.cluster, dep.exportName, [dep.target]));
+  if (check.ok || r.cluster === own) return { check };
+  return not(check.message);
+}
+
+/** The decision, and what its warnings left unsaid about other workspaces (`spec.dependencies[i]...: <reason>`). */
+export interface RuleCheck {
+  decision: Decision;
+  hidden: string[];
+}
+
 export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps): Promise<Decision> {
-  if (request.operation !== "CREATE" && request.operation !== "UPDATE") return allow("not-delete");
+  return (await checkRule(request, deps)).decision;
+}
+
+export async function checkRule(request: AdmissionRequest, deps: RuleCheckDeps): Promise<RuleCheck> {
+  const answer = (decision: Decision, hidden: string[] = []): RuleCheck => ({ decision, hidden });
+  if (request.operation !== "CREATE" && request.operation !== "UPDATE") return answer(allow("not-delete"));
   const meta = asRecord(asRecord(request.object)?.["metadata"]);
   const name = typeof meta?.["name"] === "string" ? meta["name"] : (request.name ?? "");
   const cluster = parseLogicalClusterName(asRecord(meta?.["annotations"])?.[CLUSTER_ANNOTATION]);
@@ -63,9 +117,9 @@ export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps):
     metadata: { ...meta, name: name || "unnamed", annotations: { [CLUSTER_ANNOTATION]: cluster ?? "unknown" } },
   };
   const rule = parseRule(keyed)!;
-  if (rule.problems.length > 0) return refuse(name, rule.problems);
+  if (rule.problems.length > 0) return answer(refuse(name, rule.problems));
   if (cluster === undefined || !rule.dependent)
-    return allow("rule-unverified", ["the rule's workspace is unknown: not checked"]);
+    return answer(allow("rule-unverified", ["the rule's workspace is unknown: not checked"]));
 
   const refusals: string[] = [];
   const warnings: string[] = [];
@@ -82,21 +136,21 @@ export async function admitRule(request: AdmissionRequest, deps: RuleCheckDeps):
     warnings,
     true,
   );
-  const checks = await Promise.all(
-    rule.dependencies.map(async (dep): Promise<ReferenceCheck> => {
-      const where = `spec.dependencies[${dep.index}].apiExportRef.path`;
-      const check = async (): Promise<ReferenceCheck> => {
-        const r = await deps.resolve(dep.path);
-        if (!r.ok)
-          return { ok: false, definite: false, message: `${where}: ${r.reason}; the rule protects nothing there yet` };
-        return checkDependency(dep, await deps.fetchExport(r.cluster, dep.exportName, [dep.target]));
-      };
-      return deadline.within(check(), () => notCheckedInTime(`spec.dependencies[${dep.index}]`, ms));
-    }),
+  // Late, the path is not known to be the rule's own workspace: answered like any other (a slow answer must not
+  // tell an existing workspace from a missing one).
+  const answers = await Promise.all(
+    rule.dependencies.map((dep) =>
+      deadline.within(checkOneDependency(dep, cluster, deps), () => ({
+        check: { ok: false, definite: false, message: unconfirmed(dep) },
+        hidden: notCheckedInTime(`spec.dependencies[${dep.index}]`, ms).message,
+      })),
+    ),
   );
-  for (const check of checks) sort(check, refusals, warnings, false);
-  if (refusals.length > 0) return refuse(name, refusals);
-  return warnings.length > 0 ? allow("rule-unverified", warnings.slice(0, MAX_LISTED)) : allow("rule-valid");
+  for (const a of answers) sort(a.check, refusals, warnings, false);
+  const hidden = answers.flatMap((a) => (a.hidden === undefined ? [] : [a.hidden]));
+  if (refusals.length > 0) return answer(refuse(name, refusals), hidden);
+  const warned = warnings.length > 0;
+  return answer(warned ? allow("rule-unverified", warnings.slice(0, MAX_LISTED)) : allow("rule-valid"), hidden);
 }
 
 /**
@@ -109,8 +163,9 @@ export function createRuleAdmissionHandler(opts: {
 }): (request: AdmissionRequest) => Promise<Decision> {
   return async (request) => {
     let decision: Decision;
+    let hidden: string[] = [];
     try {
-      decision = await admitRule(request, opts.deps);
+      ({ decision, hidden } = await checkRule(request, opts.deps));
     } catch (err) {
       opts.logger.error(logSafe({ uid: request.uid, err: String(err) }), "rule check failed");
       decision = allow("rule-unverified", ["the rule could not be checked; see its status"]);
@@ -123,6 +178,8 @@ export function createRuleAdmissionHandler(opts: {
           operation: request.operation,
           reason: decision.reason,
           ...(decision.allowed ? { warnings: decision.warnings } : { message: decision.message }),
+          // What the author was not told about other workspaces: for the operator only.
+          ...(hidden.length > 0 ? { unconfirmed: hidden } : {}),
         }),
         decision.allowed ? "rule accepted with warnings" : "rule refused",
       );
