@@ -135,6 +135,22 @@ export function checkDependency(dep: ParsedDependency, facts: ExportFacts): Refe
   });
 }
 
+/**
+ * The one thing a rule's author is told about a dependency in a workspace other than the rule's own that does not
+ * check out, whatever the reason: the workspace missing or being deleted, dep-ctrl not allowed to read it or its
+ * export, the export missing or serving something else, kcp too slow to say. Any tenant may write rules, so answers
+ * that differed would tell it which workspace paths exist and what their exports serve. It names only what the author
+ * wrote. (The rule admission webhook says it; the rule's status should say the same.)
+ */
+export function unconfirmed(dep: ParsedDependency): string {
+  const t = dep.target;
+  return (
+    `spec.dependencies[${dep.index}]: workspace ${dep.path} not found or not readable by dep-ctrl, or its APIExport ` +
+    `${dep.exportName} does not serve ${grString(t)} at ${t.version} (which one is said only about the rule's own ` +
+    "workspace); the controller checks the rule again"
+  );
+}
+
 /** The verdict over a whole rule, for its `ReferencesValid` condition and for what gets installed. */
 export interface ReferencesVerdict {
   /** The dependent is definitely not served: nothing of the rule is enforced. */

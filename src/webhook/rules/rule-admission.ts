@@ -10,7 +10,13 @@
 // may dry-run apply rules, and answers that differed would tell it which workspace paths exist in the installation,
 // which of them dep-ctrl may read, and what their exports serve. So a dependency elsewhere is never refused, only
 // warned about, in words that name nothing but what the author wrote; the real reason goes to the webhook's log.
-import { checkDependency, checkDependent, type ExportFacts, type ReferenceCheck } from "../../api/references.ts";
+import {
+  checkDependency,
+  checkDependent,
+  unconfirmed,
+  type ExportFacts,
+  type ReferenceCheck,
+} from "../../api/references.ts";
 import { parseRule, type ParsedDependency } from "../../api/rule.ts";
 import {
   CLUSTER_ANNOTATION,
@@ -56,21 +62,6 @@ function sort(check: ReferenceCheck, refusals: string[], warnings: string[], ref
 export const DECLINED_WARNING =
   "this rule is NOT enforced until its workspace accepts the read-only claims (its status says so), " +
   "unless the operator runs the webhook with --enforce-unverified-rules";
-
-/**
- * The one answer about a dependency in a workspace other than the rule's own that does not check out, whatever the
- * reason: the workspace missing or being deleted, dep-ctrl not allowed to read it or its export, the export missing
- * or serving something else, kcp too slow to say. It names only what the author wrote.
- */
-export function unconfirmed(dep: ParsedDependency): string {
-  const t = dep.target;
-  const gr = t.group === "" ? t.resource : `${t.resource}.${t.group}`;
-  return (
-    `spec.dependencies[${dep.index}]: workspace ${dep.path} not found or not readable by dep-ctrl, or its APIExport ` +
-    `${dep.exportName} does not serve ${gr} at ${t.version} (which one is said only about the rule's own workspace); ` +
-    "the controller checks the rule again"
-  );
-}
 
 /** One dependency's check, and what it did not tell the author (for the log, starting with the field). */
 interface DependencyAnswer {
