@@ -29,6 +29,13 @@ if cache_hit "$out" helm; then
   exit 0
 fi
 
+cache_wait "$out"
+if cache_hit "$out" helm; then
+  log "reusing helm $HELM_VERSION in $out (built meanwhile)"
+  echo "$out/helm"
+  exit 0
+fi
+
 cache_begin "$out" "helm $HELM_VERSION" \
   "~20 s of module download and ~2 min of compile on 2 cores; later runs reuse the binary"
 

@@ -33,6 +33,13 @@ if cache_hit "$out" "${COMMANDS[@]}"; then
   exit 0
 fi
 
+cache_wait "$out"
+if cache_hit "$out" "${COMMANDS[@]}"; then
+  log "reusing kcp $KCP_VERSION binaries in $out (built meanwhile)"
+  echo "$out"
+  exit 0
+fi
+
 cache_begin "$out" "kcp $KCP_VERSION" \
   "~30 s of module download and ~5 min of compile on 2 cores; later runs reuse the binaries"
 

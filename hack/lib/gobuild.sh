@@ -26,6 +26,17 @@ cache_hit() {
   for c in "$@"; do [[ -x "$dir/$c" ]] || return 1; done
 }
 
+# cache_wait DIR: waits while another process builds into DIR (two setups at once on one machine, e.g. two test
+# runs, would each compile for many minutes into the same DIR.partial); returns with the lock held by this shell.
+cache_wait() {
+  mkdir -p "$(dirname "$1")"
+  exec 9>"$1.lock"
+  if ! flock -n 9; then
+    log "another process is building into $1; waiting for it"
+    flock 9
+  fi
+}
+
 # cache_begin DIR WHAT FIRST_BUILD: a build into DIR.partial, so an interrupted one is never taken for a finished one.
 cache_begin() {
   mkdir -p "$1.partial"
