@@ -2,6 +2,7 @@
 // update or prune) and, once they are made, the statuses that changed. No I/O, no clock: the time comes in as `now`.
 import { dependentTypeKey, type IndexReport } from "../api/index-report.ts";
 import type { ReferencesVerdict } from "../api/references.ts";
+import { rememberedStatus, verdictFor, verdictOf, type RuleVerdict, type Verdicts } from "../api/verdicts.ts";
 import type { ParsedRule } from "../api/rule.ts";
 import { ruleKeyString, type LogicalClusterName } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
@@ -12,7 +13,8 @@ import { desiredConfigurations, type ValidatingWebhookConfiguration } from "./de
 import { computeStatus, statusChanged, type InstallResult, type RuleFacts, type RuleStatus } from "./status.ts";
 
 export interface RuleObject {
-  metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string> };
+  metadata: { name: string; uid?: string; resourceVersion?: string; annotations?: Record<string, string> };
+  /** Output only: compared with what the pass computes, to write it when different; never an input. */
   status?: unknown;
   [k: string]: unknown;
 }
@@ -33,6 +35,8 @@ export interface Observation {
   caBundle?: string;
   /** The webhook's dependents index report; absent when the webhook publishes none (live mode, not started). */
   indexReport?: IndexReport;
+  /** What the controller concluded last (src/api/verdicts.ts): the memory each status is computed from. */
+  verdicts: Verdicts;
 }
 
 export interface WritePlan {
@@ -78,14 +82,16 @@ function indexStateOf(rule: ParsedRule, report: IndexReport | undefined): RuleFa
 const AWAITING_INDEX = new Set(["IndexSyncing", "NotReported"]);
 
 /**
- * The rule statuses that differ from what the rules carry, given how the installs went, and how many rules are not
- * Ready only because the webhook has not listed their dependent type yet (the report is read again soon for them).
+ * The rule statuses that differ from what the rules carry, given how the installs went; the verdicts to keep (every
+ * rule's, and the paths' last good resolutions); and how many rules are not Ready only because the webhook has not
+ * listed their dependent type yet (the report is read again soon for them). Each status is computed from the stored
+ * verdict, never from the status the rule carries: its author may have written that.
  */
 export function planStatuses(
   obs: Observation,
   installs: ReadonlyMap<LogicalClusterName, InstallResult>,
   now: string,
-): { writes: StatusWrite[]; awaitingIndex: number } {
+): { writes: StatusWrite[]; awaitingIndex: number; verdicts: Verdicts } {
   const cycles = findCycles(
     obs.rules.flatMap(({ parsed }) =>
       parsed.dependent
@@ -94,6 +100,7 @@ export function planStatuses(
     ),
   );
   const writes: StatusWrite[] = [];
+  const verdicts = new Map<string, RuleVerdict>();
   let awaitingIndex = 0;
   for (const rule of obs.rules) {
     const { parsed, object } = rule;
@@ -115,12 +122,26 @@ export function planStatuses(
         ...(references ? { references } : {}),
         ...(index ? { index } : {}),
       },
-      object.status as Parameters<typeof computeStatus>[2],
+      rememberedStatus(verdictFor(obs.verdicts, key, object.metadata.uid)),
       now,
     );
+    verdicts.set(key, verdictOf(status, object.metadata.uid));
     if (statusChanged(object.status, status)) writes.push({ rule, status });
     const ready = status.conditions?.find((c) => c.type === "Ready");
     if (ready && AWAITING_INDEX.has(ready.reason)) awaitingIndex++;
   }
-  return { writes, awaitingIndex };
+  return { writes, awaitingIndex, verdicts: { rules: verdicts, paths: keptPaths(obs) } };
+}
+
+/**
+ * The last good logical cluster of every path a rule names: fresh where it resolved, the stored one where it failed
+ * transiently, none where it definitely names no workspace (or no rule names it any more).
+ */
+function keptPaths(obs: Observation): Map<string, LogicalClusterName> {
+  const kept = new Map<string, LogicalClusterName>();
+  for (const [path, r] of obs.resolutions) {
+    const cluster = r.ok ? r.cluster : r.transient === true ? obs.verdicts.paths.get(path) : undefined;
+    if (cluster) kept.set(path, cluster);
+  }
+  return kept;
 }

@@ -4,6 +4,8 @@
 // logical cluster; path → logical cluster in the resolver), each dropped when a write there fails.
 import type { Logger } from "pino";
 import type { IndexReport } from "../api/index-report.ts";
+import type { Verdicts } from "../api/verdicts.ts";
+import { orStored } from "../kcp/stored-resolution.ts";
 import { parseRule, referencedPaths, type ParsedRule } from "../api/rule.ts";
 import { CLUSTER_ANNOTATION, type LogicalClusterName, type WorkspacePath } from "../api/types.ts";
 import { DEPENDENCY_RULES_PATH, parseLogicalClusterName } from "../api/wire.ts";
@@ -38,6 +40,8 @@ export interface ReconcilerDeps {
   ruleWebhook?: WorkspaceRequests;
   /** The webhook's dependents index report (src/api/index-report.ts); undefined when there is none. */
   readIndexReport?: () => Promise<IndexReport | undefined>;
+  /** The rule verdicts in the dep-ctrl workspace (src/api/verdicts.ts): read, and rewritten where a pass changed them. */
+  verdicts: VerdictBook;
   /** Checked before every write: a replica that lost the leader lease must stop writing at once. */
   mayWrite: () => boolean;
   exportName: string;
@@ -45,6 +49,16 @@ export interface ReconcilerDeps {
   metrics: ControllerMetrics;
   /** Stamps condition transitions (default the real clock). */
   clock?: Clock;
+}
+
+/** The verdict store as a pass uses it (verdict-store.ts in production). */
+export interface VerdictBook {
+  hasSynced(): boolean;
+  current(): Verdicts;
+  write(
+    want: Verdicts,
+    mayWrite: () => boolean,
+  ): Promise<{ kind: "written"; buckets: number } | { kind: "conflict" } | { kind: "failed"; error: string }>;
 }
 
 /** How soon a pass runs again while a rule waits for the webhook's first list of its dependent type. */
@@ -73,7 +87,8 @@ export class Reconciler {
     const { metrics, logger } = this.deps;
     const end = metrics.passDuration.startTimer();
     try {
-      if (!this.deps.rules.hasSynced() || !this.deps.configurations.hasSynced()) {
+      const { rules, configurations, verdicts } = this.deps;
+      if (!rules.hasSynced() || !configurations.hasSynced() || !verdicts.hasSynced()) {
         // Acting on half a list would delete configurations of rules not listed yet.
         metrics.reconciles.inc({ result: "incomplete" });
         return { requeueAfterMs: 1_000 };
@@ -108,7 +123,8 @@ export class Reconciler {
       this.writer.learn(cluster, endpoint, true);
     }
     const parsed = rules.map((r) => r.parsed);
-    const resolutions = await this.resolveAll(parsed);
+    const verdicts = this.deps.verdicts.current();
+    const resolutions = await this.resolveAll(parsed, verdicts);
     const references = await checkReferences(parsed, resolutions, (cluster, exportName, resources) =>
       fetchExportFacts(
         (endpoint, c, path) => this.deps.clientFor(endpoint, c).request("GET", path),
@@ -124,6 +140,7 @@ export class Reconciler {
       existing,
       resolutions,
       references,
+      verdicts,
       ...(caBundle ? { caBundle } : {}),
       ...(indexReport ? { indexReport } : {}),
     };
@@ -161,7 +178,15 @@ export class Reconciler {
 
     const now = new Date((this.deps.clock ?? realClock).now()).toISOString().replace(/\.\d{3}Z$/, "Z");
     let statusErrors = 0;
-    const { writes, awaitingIndex } = planStatuses(obs, installs, now);
+    const { writes, awaitingIndex, verdicts } = planStatuses(obs, installs, now);
+    // The verdicts first: they are what the webhook decides from and what the next pass starts from; a status is
+    // only their picture for the rule's author.
+    const kept = await this.deps.verdicts.write(verdicts, this.deps.mayWrite);
+    if (kept.kind === "conflict") return { requeueAfterMs: 1_000 };
+    if (kept.kind === "failed") {
+      this.deps.metrics.errors.inc({ reason: "verdicts" });
+      throw new Error(`writing the rule verdicts failed: ${kept.error}`);
+    }
     for (const { rule, status } of writes) {
       if (!this.deps.mayWrite()) return { requeueAfterMs: 1_000 };
       if ((await this.writer.writeStatus(rule, status, DEPENDENCY_RULES_PATH)).kind === "failed") statusErrors++;
@@ -173,12 +198,13 @@ export class Reconciler {
     return awaitingIndex > 0 ? { requeueAfterMs: INDEX_POLL_MS } : {};
   }
 
-  private async resolveAll(rules: readonly ParsedRule[]): Promise<Map<string, Resolution>> {
+  /** Each path's resolution; one that fails transiently falls back to the stored last good one (stored-resolution.ts). */
+  private async resolveAll(rules: readonly ParsedRule[], verdicts: Verdicts): Promise<Map<string, Resolution>> {
     const paths = referencedPaths(rules);
     const results = await Promise.all(paths.map((p) => this.deps.resolver.resolve(p)));
     const map = new Map<string, Resolution>();
     paths.forEach((p, i) => {
-      const r = results[i]!;
+      const r = orStored(results[i]!, verdicts.paths.get(p));
       map.set(p, r);
       if (!r.ok || r.stale) {
         this.deps.metrics.errors.inc({ reason: "resolve_workspace" });

@@ -24,6 +24,7 @@ import { LeaderElector, restLeaseStore } from "./leader.ts";
 import { createMetrics } from "./metrics.ts";
 import type { RuleObject } from "./plan.ts";
 import { Reconciler, type ReconcilerDeps } from "./reconciler.ts";
+import { VerdictStore } from "../kcp/verdict-store.ts";
 
 export interface ControllerConfig {
   kubeconfig?: string;
@@ -82,7 +83,7 @@ export async function startController(
     clock,
   });
   const watched = sources(conn, config, logger, () => loop.enqueue());
-  const { rules, configurations, sameEndpoints } = watched;
+  const { rules, configurations, sameEndpoints, verdicts } = watched;
   let elector: LeaderElector | undefined;
   const reconciler = reconcilerOf(config, conn, watched, {
     caBundle: () => caBundle?.current(),
@@ -94,15 +95,18 @@ export async function startController(
 
   const health = await startHealthServer(config.healthAddress, registry, {
     informers: () =>
-      rules.hasSynced() && configurations.hasSynced() && sameEndpoints() ? undefined : "informers not synced yet",
+      rules.hasSynced() && configurations.hasSynced() && sameEndpoints() && verdicts.hasSynced()
+        ? undefined
+        : "informers not synced yet",
   });
   logger.info(
     { workspace: conn.workspace, export: config.apiExportName, webhookUrl: config.webhookUrl, health: health.port },
     "controller started",
   );
   rules.start();
+  verdicts.start();
 
-  const election = elect(config, conn, { logger, metrics, clock }, loop, (e) => (elector = e));
+  const election = elect(config, conn, { logger, metrics, clock }, loop, (e) => (elector = e), verdicts);
   return {
     healthPort: health.port,
     async stop() {
@@ -111,6 +115,7 @@ export async function startController(
       await election.stop();
       rules.stop();
       configurations.stop();
+      verdicts.stop();
       await health.close();
       conn.base.close();
     },
@@ -134,7 +139,7 @@ function caBundleOf(
 function reconcilerOf(
   config: ControllerConfig,
   conn: ReturnType<typeof loadKcpConnection>,
-  { rules, configurations, sameEndpoints }: ReturnType<typeof sources>,
+  { rules, configurations, sameEndpoints, verdicts }: ReturnType<typeof sources>,
   deps: Pick<ReconcilerDeps, "caBundle" | "mayWrite" | "logger" | "metrics"> & { clock: Clock },
 ): Reconciler {
   return new Reconciler({
@@ -148,6 +153,7 @@ function reconcilerOf(
     webhookBaseUrl: config.webhookUrl,
     ...(config.validateRules ? { ruleWebhook: conn.workspaceClient } : {}),
     readIndexReport: () => readIndexReport(conn.workspaceClient),
+    verdicts,
     exportName: config.apiExportName,
     ...deps,
   });
@@ -165,6 +171,7 @@ function elect(
   { logger, metrics, clock }: { logger: Logger; metrics: ReturnType<typeof createMetrics>; clock: Clock },
   loop: WorkLoop,
   onElector: (elector: LeaderElector) => void,
+  verdicts: VerdictStore,
 ): { stop(): Promise<void> } {
   if (!config.leaderElect) {
     metrics.leader.set(1);
@@ -181,6 +188,7 @@ function elect(
     clock,
     onStartedLeading: () => {
       metrics.leader.set(1);
+      verdicts.forget();
       loop.start();
     },
     onStoppedLeading: () => {
@@ -225,5 +233,6 @@ function sources(
   });
   const sameEndpoints = (): boolean =>
     configurations.endpoints().sort().join(" ") === rules.endpoints().sort().join(" ");
-  return { rules, configurations, sameEndpoints };
+  const verdicts = new VerdictStore({ client: conn.workspaceClient, logger, onChange: enqueue });
+  return { rules, configurations, sameEndpoints, verdicts };
 }

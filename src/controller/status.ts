@@ -60,7 +60,9 @@ function workspacesResolved(rule: ParsedRule, facts: RuleFacts): Verdict {
   const resolved: string[] = [];
   for (const p of all) {
     const r = facts.resolutions.get(p);
-    if (r?.ok) resolved.push(`${p} (${r.cluster})`);
+    // A path read again in vain keeps its last logical cluster (and protects there), but it is not resolved now.
+    if (r?.ok && r.stale) failed.push(`${p}: ${r.stale}; still protecting in its last logical cluster ${r.cluster}`);
+    else if (r?.ok) resolved.push(`${p} (${r.cluster})`);
     else if (r && !r.transient) failed.push(`${p}: ${r.reason}`);
     // The webhook does not enforce a dependency whose path never resolved: say so, and what to check.
     else failed.push(`${p}: ${r ? r.reason : "not resolved yet"}; ${UNRESOLVED_HINT}`);
@@ -141,8 +143,9 @@ function ready(rule: ParsedRule, others: [ConditionType, Verdict][]): Verdict {
 }
 
 /**
- * The status the rule should have. `previous` is its current status; a condition keeps its lastTransitionTime
- * while its status value stays the same.
+ * The status the rule should have. `previous` is what the controller concluded last (its stored verdict, never the
+ * status on the rule, which its author may have written); a condition keeps its lastTransitionTime while its status
+ * value stays the same.
  */
 export function computeStatus(
   rule: ParsedRule,
@@ -150,7 +153,13 @@ export function computeStatus(
   previous: DependencyRuleStatus | undefined,
   now: string,
 ): RuleStatus {
-  const before = (type: ConditionType) => previous?.conditions?.find((c) => c.type === type);
+  // Times from outside this pass are never trusted to lie ahead of it (a clock that stepped back, or a stored time
+  // written by a replica whose clock ran fast): a transition can not have happened after now.
+  const nowMs = Date.parse(now);
+  const before = (type: ConditionType): Condition | undefined => {
+    const c = previous?.conditions?.find((x) => x.type === type);
+    return c && !(Date.parse(c.lastTransitionTime) <= nowMs) ? { ...c, lastTransitionTime: now } : c;
+  };
   const clock = { now, graceMs: facts.revocationGraceMs ?? REVOCATION_GRACE_MS };
   const others: [ConditionType, Verdict][] = [
     ["ReferencesValid", referencesValid(rule, facts)],
@@ -168,15 +177,14 @@ export function computeStatus(
   ];
   const verdicts: [ConditionType, Verdict][] = [["Ready", ready(rule, others)], ...others];
   const conditions = verdicts.map(([type, v]): Condition => {
-    const before = previous?.conditions?.find((c) => c.type === type);
+    const was = before(type);
     return {
       type,
       status: v.status,
       reason: v.reason,
       message: clip(v.message),
       ...(rule.generation !== undefined ? { observedGeneration: rule.generation } : {}),
-      lastTransitionTime:
-        before && before.status === v.status && before.lastTransitionTime ? before.lastTransitionTime : now,
+      lastTransitionTime: was && was.status === v.status && was.lastTransitionTime ? was.lastTransitionTime : now,
     };
   });
   return {

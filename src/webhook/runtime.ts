@@ -11,6 +11,7 @@ import { loadKcpConnection } from "../kcp/kubeconfig.ts";
 import { isApiError, type RestClient } from "../kcp/rest.ts";
 import { checkEndpointSlice, ExportWatch, NO_ENDPOINTS_HINT } from "../kcp/virtualworkspace.ts";
 import { WorkspaceResolver } from "../kcp/workspaces.ts";
+import { VerdictStore } from "../kcp/verdict-store.ts";
 import { startHealthServer } from "../observability/health.ts";
 import { realClock } from "../util/clock.ts";
 import { loadKeyPair, type TlsFiles } from "./http/certs.ts";
@@ -208,6 +209,12 @@ function ruleSource(
 ): { rules: ExportWatch<DependencyRule>; source: RuleSource } {
   // The source registers its change callback when it builds its watch, right below.
   let onRulesChanged = (): void => undefined;
+  // The controller's verdicts and stored path resolutions, in the dep-ctrl workspace (src/api/verdicts.ts).
+  const verdicts = new VerdictStore({
+    client: conn.workspaceClient,
+    logger: logger.child({ part: "verdicts" }),
+    onChange: () => source.refresh(),
+  });
   const rules = new ExportWatch<DependencyRule>({
     exportWorkspace: conn.workspaceClient,
     exportName,
@@ -226,6 +233,7 @@ function ruleSource(
     logger: logger.child({ part: "registry" }),
     metrics,
     enforceUnverified: enforceUnverifiedRules === true,
+    verdicts,
     ...(index ? { onRegistry: (registry: RuleRegistry) => index.follow(registry) } : {}),
   });
   return { rules, source };

@@ -19,7 +19,7 @@ import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { found, unavailable, type FinderAnswer } from "../../src/webhook/deletion/finder.ts";
 import { HybridDependentFinder } from "../../src/webhook/deletion/hybrid.ts";
 import { IndexReporter, mergeReports, reportOf } from "../../src/webhook/deletion/index/report.ts";
-import { indexTrust } from "../../src/webhook/rules/rule-status.ts";
+import { indexTrust } from "../../src/api/verdicts.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 import { fakeConfigMap } from "../support/fake-configmap.ts";
 import { ruleObject, vmLookup } from "./helpers-rules.ts";
@@ -138,12 +138,12 @@ describe("DependentsIndexed: protected by live lookups", () => {
 });
 
 describe("the webhook's registry: LiveLookup protects", () => {
-  it("reads the reason back as protected", () => {
-    const obj = (reason: string) => ({
-      metadata: { generation: 1 },
-      status: { conditions: [{ type: "DependentsIndexed", status: "True", reason, observedGeneration: 1 }] },
+  it("reads the controller's verdict as protected", () => {
+    const verdict = (reason: string) => ({
+      generation: 1,
+      conditions: { DependentsIndexed: { status: "True" as const, reason, since: "2026-01-01T00:00:00Z" } },
     });
-    assert.equal(indexTrust(obj("LiveLookup")), "protected");
-    assert.equal(indexTrust(obj("IndexForbidden")), "not-enforced");
+    assert.equal(indexTrust(verdict("LiveLookup")), "protected");
+    assert.equal(indexTrust(verdict("IndexForbidden")), "not-enforced");
   });
 });

@@ -8,6 +8,7 @@ import {
   type LogicalClusterName,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
+  type Condition,
 } from "../../src/api/types.ts";
 import { DEPENDENCY_RULES_PATH, logicalClusterName, WEBHOOK_CONFIGURATIONS_PATH } from "../../src/api/wire.ts";
 import { type ValidatingWebhookConfiguration, WORKSPACE_PATHS_ANNOTATION } from "../../src/controller/desired.ts";
@@ -23,6 +24,7 @@ import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 import { type DepSpec, ruleObject } from "./helpers-rules.ts";
+import { MemoryVerdictBook } from "../support/verdict-book.ts";
 
 const A = "https://shard-a/services/apiexport/dep/dependencies.opendefense.cloud";
 const B = "https://shard-b/services/apiexport/dep/dependencies.opendefense.cloud";
@@ -184,6 +186,7 @@ function setup(): Setup {
     webhookBaseUrl: "https://webhook:9443",
     caBundle: () => state.ca,
     mayWrite: () => state.leader,
+    verdicts: new MemoryVerdictBook(),
     exportName: "dependencies.opendefense.cloud",
     logger: silentLogger(),
     metrics: createMetrics(new Registry()),
@@ -232,6 +235,37 @@ describe("Reconciler", () => {
     report[dependentTypeKey({ ...dependent, exportCluster: COMPUTE })] = { state: "ready" };
     assert.deepEqual(await reconciler.reconcile(), {});
     assert.deepEqual(ruleStatus(kcp).Ready, ["True", "Ready"]);
+  });
+
+  it("computes status from its own verdicts, never from the status an author wrote on the rule", async () => {
+    const { kcp, reconciler, deps } = setup();
+    kcp.addRule(vmRule());
+    const dependent = parseRule(kcp.rules.get(`${COMPUTE}/vm`)!)!.dependent!;
+    const key = dependentTypeKey({ ...dependent, exportCluster: COMPUTE });
+    deps.readIndexReport = () => Promise.resolve({ [key]: { state: "failing", reason: "Forbidden" } });
+    // The author forges "revoked, failing closed until 2099" (and a transition time in the future) on its status.
+    const forged = {
+      type: "DependentsIndexed",
+      status: "False",
+      reason: "IndexRevoked",
+      message: "forged",
+      observedGeneration: 1,
+      lastTransitionTime: "2099-01-01T00:00:00Z",
+    };
+    kcp.rules.get(`${COMPUTE}/vm`)!.status = { conditions: [forged] };
+    await reconciler.reconcile();
+    assert.deepEqual(ruleStatus(kcp).DependentsIndexed, ["False", "IndexForbidden"]);
+    const written = (kcp.rules.get(`${COMPUTE}/vm`)!.status as { conditions: Condition[] }).conditions;
+    assert.ok(
+      written.every((c) => c.lastTransitionTime <= "2026-01-01T00:00:00Z"),
+      "no forged time carried",
+    );
+    const verdict = (deps.verdicts as MemoryVerdictBook).kept.rules.get(`${COMPUTE}/vm`);
+    assert.equal(verdict?.conditions.DependentsIndexed?.reason, "IndexForbidden");
+    // Forging it again changes nothing the controller keeps; the status is written back to the truth.
+    kcp.rules.get(`${COMPUTE}/vm`)!.status = { conditions: [forged] };
+    await reconciler.reconcile();
+    assert.deepEqual(ruleStatus(kcp).DependentsIndexed, ["False", "IndexForbidden"]);
   });
 
   it("does not enforce a rule whose dependent its workspace does not serve, and says which field", async () => {

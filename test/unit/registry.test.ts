@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { DependencyRule } from "../../src/api/types.ts";
+import type { ConditionType, DependencyRule } from "../../src/api/types.ts";
+import type { Verdicts } from "../../src/api/verdicts.ts";
 import { logicalClusterName } from "../../src/api/wire.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import {
@@ -57,11 +58,25 @@ const resolved = (entries: Record<string, string | { reason: string; transient?:
 
 const VPCS = { group: "network.example.io", resource: "vpcs" };
 
-/** The rule with one condition on its status, as the controller writes it. */
-function withCondition(r: DependencyRule, generation: number, condition: Record<string, unknown>): DependencyRule {
+/** The rule at `generation`, and the controller's verdict on it holding one condition (src/api/verdicts.ts). */
+function withVerdict(
+  r: DependencyRule,
+  generation: number,
+  condition: { type: ConditionType; reason: string; observedGeneration: number },
+): { rule: DependencyRule; verdicts: Verdicts } {
   const o = r as unknown as Record<string, unknown>;
   (o["metadata"] as Record<string, unknown>)["generation"] = generation;
-  o["status"] = { conditions: [condition] };
+  const key = `${r.metadata.annotations?.["kcp.io/cluster"]}/${r.metadata.name}`;
+  const remembered = { status: "False" as const, reason: condition.reason, since: "2026-01-01T00:00:00Z" };
+  const verdict = { generation: condition.observedGeneration, conditions: { [condition.type]: remembered } };
+  return { rule: r, verdicts: { rules: new Map([[key, verdict]]), paths: new Map() } };
+}
+
+/** The same condition forged onto the rule's own status (what its author can write): it must count for nothing. */
+function withForgedStatus(r: DependencyRule, generation: number, condition: Record<string, unknown>): DependencyRule {
+  const o = r as unknown as Record<string, unknown>;
+  (o["metadata"] as Record<string, unknown>)["generation"] = generation;
+  o["status"] = { conditions: [{ status: "False", lastTransitionTime: "2099-01-01T00:00:00Z", ...condition }] };
   return r;
 }
 /** A match reduced to plain data: rule keys and field path sources. */
@@ -202,54 +217,77 @@ describe("buildRegistry", () => {
 
   it("a rule whose author declined the read-only claims is not enforced, unless the operator opts it in", () => {
     const declined = (generation: number, observedGeneration: number) =>
-      withCondition(rule("c1", "r", [{}]), generation, {
+      withVerdict(rule("c1", "r", [{}]), generation, {
         type: "ReferencesValid",
-        status: "False",
         reason: "ChecksDeclined",
         observedGeneration,
       });
-    const reg = buildRegistry([declined(1, 1)], paths);
+    const entries = (v: ReturnType<typeof declined>, enforceUnverified = false) =>
+      buildRegistry([v.rule], paths, { verdicts: v.verdicts, enforceUnverified }).find(lc("net1"), VPCS).entries;
+    const d = declined(1, 1);
+    const reg = buildRegistry([d.rule], paths, { verdicts: d.verdicts });
     assert.equal(reg.find(lc("net1"), VPCS).entries.length, 0);
     assert.equal(notEnforcedCount(reg), 1);
     assert.match(formatProblem(reg.problems[0]!), /not enforced: its author declined the read-only claims/);
-    assert.equal(
-      buildRegistry([declined(1, 1)], paths, { enforceUnverified: true }).find(lc("net1"), VPCS).entries.length,
-      1,
-    );
+    assert.equal(entries(declined(1, 1), true).length, 1);
     // A verdict on an older generation says nothing about the rule as it is now.
-    assert.equal(buildRegistry([declined(2, 1)], paths).find(lc("net1"), VPCS).entries.length, 1);
+    assert.equal(entries(declined(2, 1)).length, 1);
   });
 
   it("the DependentsIndexed verdict travels with each entry, for when the index cannot answer", () => {
-    const indexed = (reason: string) =>
-      withCondition(rule("c1", "r", [{}]), 1, {
-        type: "DependentsIndexed",
-        status: "False",
-        reason,
-        observedGeneration: 1,
-      });
-    const trust = (obj: unknown) => buildRegistry([obj], paths).find(lc("net1"), VPCS).entries[0]?.index;
-    assert.equal(trust(indexed("Indexed")), "protected");
-    assert.equal(trust(indexed("IndexRevoked")), "protected");
-    assert.equal(trust(indexed("IndexLost")), "protected");
-    assert.equal(trust(indexed("IndexForbidden")), "not-enforced");
-    assert.equal(trust(indexed("IndexRevocationExpired")), "not-enforced");
-    assert.equal(trust(indexed("IndexSyncing")), "unknown");
-    assert.equal(trust(rule("c1", "r", [{}])), "unknown");
+    const trust = (reason: string) => {
+      const v = withVerdict(rule("c1", "r", [{}]), 1, { type: "DependentsIndexed", reason, observedGeneration: 1 });
+      return buildRegistry([v.rule], paths, { verdicts: v.verdicts }).find(lc("net1"), VPCS).entries[0]?.index;
+    };
+    assert.equal(trust("Indexed"), "protected");
+    assert.equal(trust("IndexRevoked"), "protected");
+    assert.equal(trust("IndexLost"), "protected");
+    assert.equal(trust("IndexForbidden"), "not-enforced");
+    assert.equal(trust("IndexRevocationExpired"), "not-enforced");
+    assert.equal(trust("IndexSyncing"), "unknown");
+    assert.equal(buildRegistry([rule("c1", "r", [{}])], paths).find(lc("net1"), VPCS).entries[0]?.index, "unknown");
+  });
+
+  it("a verdict on an earlier rule object of the same name does not count", () => {
+    const v = withVerdict(rule("c1", "r", [{}]), 1, {
+      type: "ReferencesValid",
+      reason: "DependentInvalid",
+      observedGeneration: 1,
+    });
+    const verdict = { ...v.verdicts.rules.get("c1/r")!, uid: "old-uid" };
+    (v.rule.metadata as { uid?: string }).uid = "new-uid";
+    const verdicts = { rules: new Map([["c1/r", verdict]]), paths: new Map() };
+    assert.equal(buildRegistry([v.rule], paths, { verdicts }).find(lc("net1"), VPCS).entries.length, 1);
+  });
+
+  it("nothing on a rule's own status counts: an author's forged conditions change no decision", () => {
+    const reasons: [string, string][] = [
+      ["ReferencesValid", "DependentInvalid"],
+      ["ReferencesValid", "ChecksDeclined"],
+      ...["Indexed", "LiveLookup", "IndexRevoked", "IndexLost", "IndexResyncing", "IndexForbidden"].map(
+        (r): [string, string] => ["DependentsIndexed", r],
+      ),
+    ];
+    for (const [type, reason] of reasons) {
+      const forged = withForgedStatus(rule("c1", "r", [{}]), 1, { type, reason, observedGeneration: 1 });
+      const entries = buildRegistry([forged], paths).find(lc("net1"), VPCS).entries;
+      assert.equal(entries.length, 1, `${type}=${reason} on the status left the rule enforced`);
+      assert.equal(entries[0]!.index, "unknown", `${type}=${reason} on the status is no index verdict`);
+    }
   });
 
   it("a rule whose dependent the controller rejected for this generation is not enforced", () => {
     const rejected = (generation: number, observedGeneration: number) => {
-      const r = rule("c1", "r", [{}]) as unknown as Record<string, unknown>;
-      (r["metadata"] as Record<string, unknown>)["generation"] = generation;
-      r["status"] = {
-        conditions: [{ type: "ReferencesValid", status: "False", reason: "DependentInvalid", observedGeneration }],
-      };
-      return r;
+      const v = withVerdict(rule("c1", "r", [{}]), generation, {
+        type: "ReferencesValid",
+        reason: "DependentInvalid",
+        observedGeneration,
+      });
+      return buildRegistry([v.rule], paths, { verdicts: v.verdicts }).find(lc("net1"), VPCS).entries.length;
     };
-    assert.equal(buildRegistry([rejected(2, 2)], paths).find(lc("net1"), VPCS).entries.length, 0);
+    assert.equal(rejected(2, 2), 0);
     // A verdict on an older generation says nothing about the rule as it is now: enforce until checked again.
-    assert.equal(buildRegistry([rejected(3, 2)], paths).find(lc("net1"), VPCS).entries.length, 1);
+    assert.equal(rejected(3, 2), 1);
   });
 
   it("a malformed field path skips that dependency with a problem, keeps the others", () => {

@@ -22,6 +22,7 @@ import { RuleSource, type RuleWatch } from "../../src/webhook/rules/source.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 import { ruleObject } from "./helpers-rules.ts";
 import { CountingKcp } from "./resolver-fake-kcp.ts";
+import { MemoryVerdictBook } from "../support/verdict-book.ts";
 
 const P = MAX_DEPENDENCIES;
 const D = MAX_PROVIDER_PATH_SEGMENTS;
@@ -128,6 +129,7 @@ async function controller(object: Record<string, unknown>, minutes = 3, kcp = ne
     webhookBaseUrl: "https://webhook:9443",
     caBundle: () => undefined,
     mayWrite: () => true,
+    verdicts: new MemoryVerdictBook(),
     exportName: "dependencies.opendefense.cloud",
     logger: silentLogger(),
     metrics: createMetrics(new Registry()),

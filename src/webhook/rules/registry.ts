@@ -10,8 +10,9 @@
 // resolved, definitely or not (no such workspace, no permission, kcp unreachable), protects nothing and refuses
 // nobody: it is a problem of its own rule, counted as not enforced. Once resolved, the resolver keeps the last good
 // answer through later transient failures, so a rule that was protecting keeps protecting its provider only.
-// What the controller wrote on the rule's status also counts: a dependent it rejected, references its author
-// declined to let it check (unless the operator opts such rules in), and whether its dependents index ever worked.
+// What the controller concluded also counts, as its verdicts in the dep-ctrl workspace say (src/api/verdicts.ts;
+// never the rule's status, which its author can write): a dependent it rejected, references its author declined to
+// let it check (unless the operator opts such rules in), and whether its dependents index ever worked.
 import { type FieldPath } from "../../fieldpath/fieldpath.ts";
 import { parseRule, referencedPaths, type ParsedRule } from "../../api/rule.ts";
 import { dependentTypeKey } from "../../api/index-report.ts";
@@ -19,10 +20,18 @@ import type { Enforcement } from "../../api/schema.ts";
 import { ruleKeyString, type GroupResource, type LogicalClusterName, type WorkspacePath } from "../../api/types.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
 import { asRecord, compareStrings } from "../../util/json.ts";
+import {
+  checksDeclined,
+  dependentRejected,
+  indexTrust,
+  NO_VERDICTS,
+  verdictFor,
+  type IndexTrust,
+  type Verdicts,
+} from "../../api/verdicts.ts";
 import type { DependentType } from "../admission.ts";
-import { checksDeclined, dependentRejected, indexTrust, type IndexTrust } from "./rule-status.ts";
 
-export { DEPENDENT_INVALID_REASON, dependentRejected, type IndexTrust } from "./rule-status.ts";
+export { DEPENDENT_INVALID_REASON, type IndexTrust } from "../../api/verdicts.ts";
 export type { DependentType } from "../admission.ts";
 
 /** One rule as seen from one protected (provider, group/resource): whose objects to list and where to look. */
@@ -34,7 +43,7 @@ export interface RuleEntry {
   fieldPaths: readonly FieldPath[];
   /** Deny, or Warn (a referenced delete is allowed with a warning). */
   enforcement: Enforcement;
-  /** What the rule's status says of its dependents index, for when the index cannot answer (see IndexTrust). */
+  /** What the controller's verdict says of its dependents index, for when the index cannot answer (see IndexTrust). */
   index?: IndexTrust;
 }
 
@@ -90,9 +99,11 @@ export function indexedTypes(entries: Iterable<RuleEntry>): IndexedType[] {
 /** What the caller knows about each apiExportRef.path; undefined means not resolved yet (not enforced). */
 export type PathResolutions = ReadonlyMap<string, Resolution>;
 
-/** The operator's opt-in (webhook flag) for rules whose author declined the read-only checks. */
 export interface RegistryOptions {
+  /** The operator's opt-in (webhook flag) for rules whose author declined the read-only checks. */
   enforceUnverified?: boolean;
+  /** The controller's verdicts on the rules (none: every rule is as yet unjudged). */
+  verdicts?: Verdicts;
 }
 
 /** The provider paths the rules refer to, for the caller to resolve before buildRegistry. */
@@ -135,16 +146,22 @@ function enforceableRules(
   const rules: (ParsedRule & { trust: IndexTrust })[] = [];
   for (const obj of objects) {
     const rule = parseRule(obj);
-    const name = asRecord(asRecord(obj)?.["metadata"])?.["name"];
-    if (!rule)
+    const meta = asRecord(asRecord(obj)?.["metadata"]);
+    const name = meta?.["name"];
+    if (!rule) {
       problems.push({
         rule: `/${typeof name === "string" ? name : ""}`,
         message: "rule has no name or kcp.io/cluster annotation",
       });
-    else if (dependentRejected(obj)) problems.push({ rule: ruleKeyString(rule.key), message: NOT_ENFORCED.dependent });
-    else if (!opts.enforceUnverified && checksDeclined(obj))
-      problems.push({ rule: ruleKeyString(rule.key), message: NOT_ENFORCED.declined });
-    else rules.push({ ...rule, trust: indexTrust(obj) });
+      continue;
+    }
+    const key = ruleKeyString(rule.key);
+    const uid = meta?.["uid"];
+    const verdict = verdictFor(opts.verdicts ?? NO_VERDICTS, key, typeof uid === "string" ? uid : undefined);
+    if (dependentRejected(verdict, rule.generation)) problems.push({ rule: key, message: NOT_ENFORCED.dependent });
+    else if (!opts.enforceUnverified && checksDeclined(verdict, rule.generation))
+      problems.push({ rule: key, message: NOT_ENFORCED.declined });
+    else rules.push({ ...rule, trust: indexTrust(verdict) });
   }
   return rules.sort((a, b) => compareStrings(ruleKeyString(a.key), ruleKeyString(b.key)));
 }

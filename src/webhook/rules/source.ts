@@ -11,6 +11,8 @@ import type { Logger } from "pino";
 import { ruleKeyOf } from "../../api/rule.ts";
 import { ruleKeyString, type DependencyRule, type WorkspacePath } from "../../api/types.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
+import { resolveWithStored } from "../../kcp/stored-resolution.ts";
+import { NO_VERDICTS, type Verdicts } from "../../api/verdicts.ts";
 import { realClock, type Clock, type Timer } from "../../util/clock.ts";
 import { WorkLoop, type PassResult } from "../../util/workloop.ts";
 import type { RuleEndpointMetrics, WebhookMetrics } from "../metrics.ts";
@@ -59,6 +61,12 @@ export interface RuleSourceOptions {
   clock?: Clock;
   /** Enforce rules whose author declined the read-only checks (--enforce-unverified-rules; the operator's choice). */
   enforceUnverified?: boolean;
+  /**
+   * The controller's verdicts on the rules and the stored path resolutions (src/api/verdicts.ts; VerdictStore in
+   * production, whose changes must call refresh(); started and stopped with the source). Without it every rule is
+   * unjudged and nothing is stored.
+   */
+  verdicts?: { current(): Verdicts; hasSynced(): boolean; start?(): void; stop?(): void };
 }
 
 export class RuleSource {
@@ -93,6 +101,7 @@ export class RuleSource {
   }
 
   start(): void {
+    this.opts.verdicts?.start?.();
     this.watch.start();
     this.loop.start();
     this.scheduleHealth();
@@ -102,6 +111,7 @@ export class RuleSource {
     this.healthTimer?.cancel();
     this.healthTimer = undefined;
     this.watch.stop();
+    this.opts.verdicts?.stop?.();
     void this.loop.stop();
   }
 
@@ -138,10 +148,17 @@ export class RuleSource {
     if (unlisted.length === 0 && !this.watch.hasSynced()) broken.set(ENDPOINT_LIST, "not every endpoint has listed");
   }
 
+  /** Something the registry is built from besides the rules changed (the verdicts): rebuild. */
+  refresh(): void {
+    this.loop.enqueue();
+  }
+
   /** For /readyz: undefined when ready, else why not. */
   notReadyReason(): string | undefined {
     if (this.everComplete) return undefined;
     if (!this.watch.hasSynced()) return "rule registry not yet synced: still listing DependencyRules on every endpoint";
+    if (this.opts.verdicts && !this.opts.verdicts.hasSynced())
+      return "rule registry not yet synced: still listing the rule verdicts in the dep-ctrl workspace";
     if (!this.complete) return "rule registry not yet built";
     return undefined;
   }
@@ -194,20 +211,17 @@ export class RuleSource {
   }
 
   private async rebuild(): Promise<PassResult> {
-    const synced = this.watch.hasSynced();
+    // Without the verdicts a rule the controller found protecting would read as unjudged: not complete until listed.
+    const synced = this.watch.hasSynced() && (this.opts.verdicts?.hasSynced() ?? true);
     const epoch = this.unsyncedEpoch;
     const { rules, origins } = this.snapshot();
-    const resolutions = new Map<string, Resolution>();
-    await Promise.all(
-      rulePaths(rules).map(async (path) => {
-        try {
-          resolutions.set(path, await this.opts.resolver.resolve(path));
-        } catch (err) {
-          resolutions.set(path, { ok: false, transient: true, reason: (err as Error).message });
-        }
-      }),
-    );
-    const registry = buildRegistry(rules, resolutions, { enforceUnverified: this.opts.enforceUnverified === true });
+    const verdicts = this.opts.verdicts?.current() ?? NO_VERDICTS;
+    // A restarted replica has no last good answer of its own: the stored one keeps its protection in place.
+    const resolutions = await resolveWithStored(rulePaths(rules), this.opts.resolver, verdicts.paths);
+    const registry = buildRegistry(rules, resolutions, {
+      enforceUnverified: this.opts.enforceUnverified === true,
+      verdicts,
+    });
     this.registry = registry;
     this.ruleEndpoints = origins;
     this.opts.onRegistry?.(registry);
