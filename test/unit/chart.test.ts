@@ -148,6 +148,8 @@ interface Expect {
   networkPolicy: false | { cidrs: string[]; peers: number; metricsNamespace: string };
   /** The transport's limits the webhook's flags carry. */
   limits: TransportLimits;
+  /** The shard origins the index may follow besides the dep-ctrl export's (--virtual-workspace-origins). */
+  virtualWorkspaceOrigins?: string[];
 }
 
 const CONFIGS: { name: string; files: string[]; release: string; expect: Expect }[] = [
@@ -210,6 +212,7 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
         bodyTimeoutMs: 5_000,
         minBodyBytesPerSecond: 65_536,
       },
+      virtualWorkspaceOrigins: ["https://shard-0.kcp.example.com:6443", "https://shard-1.kcp.example.com:6443"],
     },
   },
   {
@@ -356,6 +359,7 @@ for (const config of CONFIGS) {
       assert.notEqual(parsed, "help");
       if (parsed === "help") return;
       assert.deepEqual(parsed.limits, e.limits, "the transport's limits from the chart's values");
+      assert.deepEqual(parsed.virtualWorkspaceOrigins, e.virtualWorkspaceOrigins, "the shard origins from the values");
       assert.deepEqual(secretFileSource(pod.spec, parsed.tls.certFile), { secretName: e.tlsSecret, key: "tls.crt" });
       assert.deepEqual(secretFileSource(pod.spec, parsed.tls.keyFile), { secretName: e.tlsSecret, key: "tls.key" });
       assert.deepEqual(secretFileSource(pod.spec, parsed.kubeconfig), {
@@ -598,6 +602,16 @@ describe("helm chart: wrong values fail with a message that says what to change"
       name: "a plain-http webhook URL",
       values: "webhook:\n  externalURL: http://webhook.example.com\n",
       message: /webhook\/externalURL.*does not match pattern/,
+    },
+    {
+      name: "a plain-http kcp base URL",
+      values: "webhook:\n  kcpBaseURL: http://kcp.example.com:6443\n",
+      message: /webhook\/kcpBaseURL.*does not match pattern/,
+    },
+    {
+      name: "a virtual-workspace origin with a path",
+      values: "webhook:\n  virtualWorkspaceOrigins: [https://shard-1.example.com:6443/services]\n",
+      message: /webhook\/virtualWorkspaceOrigins\/0.*does not match pattern/,
     },
     {
       name: "a PodDisruptionBudget that blocks every drain",
