@@ -66,23 +66,23 @@ export class SlicePlaces {
     this.onSettled = onSettled;
   }
 
-  place(path: string): SlicePlace {
-    const path_ = parseWorkspacePath(path);
-    if (path_ === undefined) return "other"; // neither a path nor this export's cluster: no workspace of this export
+  place(text: string): SlicePlace {
+    const path = parseWorkspacePath(text);
+    if (path === undefined) return "other"; // neither a path nor this export's cluster: no workspace of this export
     const known = this.places.get(path);
     if (known === "own" || known === "other") return known;
     if (known === undefined && this.places.size >= MAX_RESOLVED_SLICE_PATHS) return "own";
-    if (!this.inFlight.has(path)) this.lookUp(path, path_);
+    if (!this.inFlight.has(path)) this.lookUp(path);
     return known === "unknown" ? "own" : "pending";
   }
 
-  private lookUp(key: string, path: WorkspacePath): void {
-    if (!this.places.has(key)) this.places.set(key, "pending");
-    this.inFlight.add(key);
+  private lookUp(path: WorkspacePath): void {
+    if (!this.places.has(path)) this.places.set(path, "pending");
+    this.inFlight.add(path);
     const settle = (next: SlicePlace | "unknown"): void => {
-      this.inFlight.delete(key);
-      const before = this.places.get(key);
-      this.places.set(key, next);
+      this.inFlight.delete(path);
+      const before = this.places.get(path);
+      this.places.set(path, next);
       if (before !== next) this.onSettled();
     };
     this.resolve(path).then(
