@@ -178,13 +178,15 @@ describe("finderFor: the finder of each --lookup mode", () => {
     assert.ok(finderFor("auto", index, base({}), silent, new Registry()) instanceof HybridDependentFinder);
   });
 
-  it("auto reads the index's 403 from its health and says per type what checked it (metric)", async () => {
+  it("auto reads the index's 403 from its health and counts the types by what checked them (metric)", async () => {
     const registry = new Registry();
     const granted = finderFor("auto", forbiddenIndex(), base({ items: [vmOf(vmLookup())] }), silent, registry);
     assertFound(await granted.find(vmLookup(), 10), ["my-vm"]);
     const metrics = await registry.metrics();
-    assert.match(metrics, new RegExp(`dependency_webhook_lookup_source\\{type="${KEY}",source="live"\\} 1`));
-    assert.match(metrics, new RegExp(`dependency_webhook_lookup_source\\{type="${KEY}",source="index"\\} 0`));
+    assert.match(metrics, /^dependency_webhook_lookup_sources\{source="live"\} 1$/m);
+    assert.match(metrics, /^dependency_webhook_lookup_sources\{source="index"\} 0$/m);
+    assert.match(metrics, /^dependency_webhook_lookup_sources\{source="none"\} 0$/m);
+    assert.ok(!metrics.includes(KEY), "no series names a dependent type");
 
     const neither = finderFor("auto", forbiddenIndex(), base({ error: forbidden() }), silent, new Registry());
     const a = await neither.find(vmLookup(), 10);

@@ -149,17 +149,21 @@ function noReadAccess(fromIndex: Unavailable, err: unknown): Unavailable {
   return fromIndex.seen ? { ...answer, seen: fromIndex.seen } : answer;
 }
 
-/** `dependency_webhook_lookup_source{type,source}`: 1 for what checks each type, by its last lookup or probe. */
+/**
+ * `dependency_webhook_lookup_sources{source}`: how many dependent types each source checks, by their last lookup or
+ * probe. A count per source and not a series per type, so the series stay three however many types rule authors
+ * add; which type is checked how is in the log (a line at each change) and in each rule's DependentsIndexed condition.
+ */
 export function registerLookupSourceMetric(registry: Registry, finder: HybridDependentFinder): void {
   new Gauge({
-    name: "dependency_webhook_lookup_source",
-    help: "What checks each dependent type, by its last lookup or probe (--lookup=auto): index, live, or none (no read access)",
-    labelNames: ["type", "source"],
+    name: "dependency_webhook_lookup_sources",
+    help: "Dependent types by what checks them at their last lookup or probe (--lookup=auto): index, live, or none (no read access)",
+    labelNames: ["source"],
     registers: [registry],
     collect() {
-      this.reset();
-      for (const [type, source] of finder.lastSources())
-        for (const s of LOOKUP_SOURCES) this.set({ type, source: s }, s === source ? 1 : 0);
+      const counts = new Map<LookupSource, number>(LOOKUP_SOURCES.map((s) => [s, 0]));
+      for (const source of finder.lastSources().values()) counts.set(source, (counts.get(source) ?? 0) + 1);
+      for (const [source, n] of counts) this.set({ source }, n);
     },
   });
 }
