@@ -18,6 +18,7 @@ import { createOpenRequests } from "../../src/webhook/http/origins.ts";
 import { pino } from "pino";
 import { DependentsIndex } from "../../src/webhook/deletion/index/index.ts";
 import { registerIndexMetrics } from "../../src/webhook/deletion/index/metrics.ts";
+import { endpointRefusalCounter } from "../../src/webhook/deletion/index/export-endpoints.ts";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CHART = path.join(REPO, "deploy/chart");
@@ -68,6 +69,7 @@ async function registeredSeries(): Promise<Set<string>> {
     throw new Error("no watch in this test");
   };
   registerIndexMetrics(registry, new DependentsIndex({ watch: unused, logger: pino({ level: "silent" }) }));
+  endpointRefusalCounter(registry);
   const names = new Set<string>(["up"]);
   for (const m of await registry.getMetricsAsJSON()) {
     names.add(m.name);

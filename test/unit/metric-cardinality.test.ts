@@ -26,6 +26,7 @@ import { silentLogger } from "../../src/observability/logger.ts";
 import { allow } from "../../src/webhook/admission.ts";
 import { createAdmissionHandler } from "../../src/webhook/deletion/handler.ts";
 import { HybridDependentFinder, registerLookupSourceMetric } from "../../src/webhook/deletion/hybrid.ts";
+import { endpointRefusalCounter } from "../../src/webhook/deletion/index/export-endpoints.ts";
 import { DependentsIndex } from "../../src/webhook/deletion/index/index.ts";
 import { registerIndexMetrics } from "../../src/webhook/deletion/index/metrics.ts";
 import { reportOf } from "../../src/webhook/deletion/index/report.ts";
@@ -145,6 +146,9 @@ async function webhookWorkload(workspaces: number): Promise<Registry> {
     logger: silentLogger(),
   });
   registerLookupSourceMetric(registry, finder);
+  // Refused slice URLs are counted by reason only, however many workspaces write them.
+  const refused = endpointRefusalCounter(registry);
+  for (let i = 0; i < workspaces; i++) refused(i % 2 === 0 ? "unknown-origin" : "wrong-path");
   reportEndpoints(metrics.ruleEndpointUnsynced, ["https://shard-1/vw", "https://shard-2/vw"], new Set());
   const server = await startWebhookServer({
     host: "127.0.0.1",
