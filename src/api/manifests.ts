@@ -1,5 +1,6 @@
 // Pure builders of the kcp manifests that publish DependencyRules: the APIResourceSchema, the APIExport in the
-// dep-ctrl workspace, and the APIBinding every provider workspace applies. hack/generate.ts writes them to deploy/kcp/.
+// dep-ctrl workspace with the RBAC of its maximal permission policy, and the APIBinding every provider workspace
+// applies. hack/generate.ts writes them to deploy/kcp/.
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../util/json.ts";
 import { stringify } from "yaml";
@@ -72,6 +73,21 @@ export function apiResourceSchema(): Manifest {
   };
 }
 
+/**
+ * The export's `maximalPermissionPolicy: {local: {}}`: in every workspace that binds it, kcp authorizes a request on
+ * DependencyRules only if the caller, with `apis.kcp.io:binding:` before its name and groups, is also allowed it by
+ * RBAC in the dep-ctrl workspace (`maximalPermissionsRbac`). That bound is what keeps a rule's status the
+ * controller's: it grants no `dependencyrules/status`, so a provider that owns its workspace still cannot write it.
+ * The controller writes status through the export's virtual workspace, which kcp authorizes on its own.
+ */
+export const MAXIMAL_PERMISSION_POLICY = { local: {} } as const;
+
+/** kcp's prefix for the policy's users and groups (apisv1alpha1.MaximalPermissionPolicyRBACUserGroupPrefix). */
+export const MAXIMAL_PERMISSION_PREFIX = "apis.kcp.io:binding:";
+
+/** The ClusterRole (and its binding) of the policy's upper bound, in the dep-ctrl workspace. */
+export const BINDER_ROLE_NAME = "dependencyrules-binders";
+
 export function apiExport(exportName: string = DEFAULT_EXPORT_NAME): Manifest {
   return {
     apiVersion: "apis.kcp.io/v1alpha2",
@@ -80,8 +96,38 @@ export function apiExport(exportName: string = DEFAULT_EXPORT_NAME): Manifest {
     spec: {
       resources: [{ group: GROUP, name: PLURAL, schema: schemaName(), storage: { crd: {} } }],
       permissionClaims: claims(),
+      maximalPermissionPolicy: { ...MAXIMAL_PERMISSION_POLICY },
     },
   };
+}
+
+/**
+ * The upper bound for everyone in a binding workspace: every verb on DependencyRules themselves, nothing on
+ * `dependencyrules/status` (a rule in RBAC does not cover its subresources). Each caller's own RBAC in its workspace
+ * still decides within the bound; without this role the policy would leave binders nothing on DependencyRules.
+ */
+export function maximalPermissionsRbac(): Manifest[] {
+  return [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: BINDER_ROLE_NAME },
+      rules: [{ apiGroups: [GROUP], resources: [PLURAL], verbs: ["*"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: BINDER_ROLE_NAME },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: BINDER_ROLE_NAME },
+      subjects: [
+        {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "Group",
+          name: `${MAXIMAL_PERMISSION_PREFIX}system:authenticated`,
+        },
+      ],
+    },
+  ];
 }
 
 /**
@@ -112,12 +158,21 @@ const BINDING_NOTE =
   `# Claims: validatingwebhookconfigurations (the deletion webhook is installed here) and read-only apiexports and\n` +
   `# apiresourceschemas (rules naming this workspace's exports are checked against what it really serves).\n`;
 
+const POLICY_NOTE =
+  `# Apply in the dep-ctrl workspace with apiexport.yaml. The export's maximalPermissionPolicy bounds what anyone\n` +
+  `# (kcp-admin too; only system:masters is exempt) may do to DependencyRules in a workspace that binds it by what\n` +
+  `# this ClusterRole grants the group ${MAXIMAL_PERMISSION_PREFIX}system:authenticated: everything on the rules,\n` +
+  `# nothing on dependencyrules/status. So a provider cannot write its rules' status; only the controller does,\n` +
+  `# through the export's virtual workspace. Without this file binders could do nothing with DependencyRules.\n`;
+
 /** The files under deploy/kcp/, keyed by path relative to the repository root, exactly as written to disk. */
 export function deployFiles(): Record<string, string> {
   const yaml = (m: Manifest): string => stringify(m, { lineWidth: 0 });
   return {
     "deploy/kcp/apiresourceschema.yaml": HEADER + yaml(apiResourceSchema()),
     "deploy/kcp/apiexport.yaml": HEADER + yaml(apiExport()),
+    "deploy/kcp/maximal-permission-policy.yaml":
+      HEADER + POLICY_NOTE + maximalPermissionsRbac().map(yaml).join("---\n"),
     "deploy/kcp/apibinding-provider.yaml": HEADER + BINDING_NOTE + yaml(providerApiBinding()),
   };
 }

@@ -105,6 +105,7 @@ const originalRule: KObject = {
 async function setUp(kcp: Kcp): Promise<void> {
   for (const p of [PATHS.depCtrl, PATHS.network, PATHS.compute, PATHS.consumer1]) await createWorkspace(kcp.admin, p);
   // The product's side, as getting-started deploys it.
+  await apply(kcp.ws(PATHS.depCtrl), file("deploy/kcp/maximal-permission-policy.yaml"));
   await apply(kcp.ws(PATHS.depCtrl), file("deploy/kcp/apiresourceschema.yaml"));
   await apply(kcp.ws(PATHS.depCtrl), file("deploy/kcp/apiexport.yaml"));
   await apply(kcp.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), VARS);

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
 import {
   apiExport,
   apiResourceSchema,
@@ -103,5 +103,36 @@ describe("generated manifests", () => {
       exportClaims.map((c) => ({ ...(c as object), selector: { matchAll: true }, state: "Accepted" })),
     );
     assert.deepEqual((binding.spec.permissionClaims[0] as { verbs?: unknown }).verbs, [...VWC_PERMISSION_CLAIM.verbs]);
+  });
+
+  it("bounds binders by a local maximal permission policy that grants everything on rules but not their status", () => {
+    const exp = parse(deployFiles()["deploy/kcp/apiexport.yaml"]!) as { spec: { maximalPermissionPolicy?: unknown } };
+    assert.deepEqual(exp.spec.maximalPermissionPolicy, { local: {} });
+    const docs = parseAllDocuments(deployFiles()["deploy/kcp/maximal-permission-policy.yaml"]!).map(
+      (d) => d.toJS() as Record<string, unknown>,
+    );
+    const role = docs.find((d) => d["kind"] === "ClusterRole") as {
+      metadata: { name: string };
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    };
+    const binding = docs.find((d) => d["kind"] === "ClusterRoleBinding") as {
+      roleRef: { kind: string; name: string };
+      subjects: { kind: string; name: string }[];
+    };
+    assert.equal(docs.length, 2);
+    assert.deepEqual(role.rules, [
+      { apiGroups: ["dependencies.opendefense.cloud"], resources: ["dependencyrules"], verbs: ["*"] },
+    ]);
+    // A subresource is granted only by naming it (or "*" resources): neither may appear, or tenants write status.
+    const resources = role.rules.flatMap((r) => r.resources);
+    assert.ok(!resources.some((r) => r.includes("/") || r.includes("*")), resources.join(", "));
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, [
+      { apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: "apis.kcp.io:binding:system:authenticated" },
+    ]);
   });
 });

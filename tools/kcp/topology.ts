@@ -43,6 +43,13 @@ export interface TopologyOptions {
    * one kcp can run the webhook in either mode (the benchmark compares them side by side).
    */
   lookup?: LookupMode | "both";
+  /**
+   * Whether the dep-ctrl export carries its maximal permission policy and the dep-ctrl workspace its ClusterRole
+   * (deploy/kcp/maximal-permission-policy.yaml), so that no tenant can write a rule's status. Default true, as
+   * getting-started installs it; false sets kcp up as an operator who has not applied the policy yet (a provider
+   * can then forge its rules' status, which nothing may trust).
+   */
+  maximalPermissionPolicy?: boolean;
 }
 
 /** The providers of the fixtures and the export each one's rules name as their dependent's. */
@@ -64,6 +71,20 @@ export async function grantIndex(
   });
 }
 
+/**
+ * The DependencyRule API in the dep-ctrl workspace (deploy/kcp/): the schema, the export, and, unless `policy` is
+ * false, the RBAC of its maximal permission policy. Without the policy the export is applied with the field removed.
+ */
+export async function applyDepCtrlApi(env: KcpEnv, policy = true): Promise<void> {
+  const ws = env.ws(PATHS.depCtrl);
+  // The policy's ClusterRole first: an export with the policy and no role leaves binders nothing on DependencyRules.
+  if (policy) await apply(ws, file("deploy/kcp/maximal-permission-policy.yaml"));
+  await apply(ws, file("deploy/kcp/apiresourceschema.yaml"));
+  const apiExport = parseYaml(file("deploy/kcp/apiexport.yaml"));
+  if (!policy) for (const e of apiExport) delete (e["spec"] as Record<string, unknown>)["maximalPermissionPolicy"];
+  await apply(ws, apiExport);
+}
+
 export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Promise<Topology> {
   const log = opts.log ?? ((): void => undefined);
   const vars = {
@@ -80,9 +101,12 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
     clusters[key] = await createWorkspace(env.admin, p, shard ? { shard } : {});
   }
 
-  log("dep-ctrl: the DependencyRule APIResourceSchema and APIExport (deploy/kcp/), bootstrap RBAC (deploy/rbac/)");
-  await apply(env.ws(PATHS.depCtrl), file("deploy/kcp/apiresourceschema.yaml"));
-  await apply(env.ws(PATHS.depCtrl), file("deploy/kcp/apiexport.yaml"));
+  const policy = opts.maximalPermissionPolicy ?? true;
+  log(
+    `dep-ctrl: the DependencyRule APIResourceSchema and APIExport (deploy/kcp/, ${policy ? "with" : "WITHOUT"} its ` +
+      "maximal permission policy), bootstrap RBAC (deploy/rbac/)",
+  );
+  await applyDepCtrlApi(env, policy);
   await apply(env.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), RBAC_VARS);
   await apply(env.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS);
   const lookup = opts.lookup ?? "index";
