@@ -8,6 +8,8 @@ import type { LogicalClusterName } from "./types.ts";
 export const INDEX_REPORT_NAMESPACE = "default";
 export const INDEX_REPORT_NAME = "dependency-webhook-index";
 export const INDEX_REPORT_KEY = "types.json";
+/** The merged settings of the fresh replicas (WebhookSettings), beside the merged types. */
+export const INDEX_REPORT_SETTINGS_KEY = "settings.json";
 export const INDEX_REPORT_PATH = `/api/v1/namespaces/${INDEX_REPORT_NAMESPACE}/configmaps/${INDEX_REPORT_NAME}`;
 
 /** What decides a dependent type's deletes in `--lookup=auto` (its last lookup or probe): the index, a live list, or nothing. */
@@ -96,4 +98,47 @@ export function indexReportConfigMap(report: IndexReport): Record<string, unknow
       ),
     },
   };
+}
+
+/**
+ * What a webhook replica enforces, whatever its index sees: how it finds dependents, and whether it enforces rules
+ * whose authors declined the read-only checks (--enforce-unverified-rules). The controller writes Ready from it, so
+ * a rule reads Ready exactly when the webhook refuses for it.
+ */
+export interface WebhookSettings {
+  lookup: "index" | "live" | "auto";
+  enforceUnverified: boolean;
+}
+
+/**
+ * The settings every fresh replica shares: enforceUnverified only when all of them enforce (a rule is Ready when
+ * every replica refuses for it); lookup `live` only when all are live (then no rule has a DependentsIndexed
+ * condition), else the most index-like.
+ */
+export function mergeSettings(all: readonly WebhookSettings[]): WebhookSettings | undefined {
+  if (all.length === 0) return undefined;
+  const lookup = all.some((s) => s.lookup === "index")
+    ? "index"
+    : all.some((s) => s.lookup === "auto")
+      ? "auto"
+      : "live";
+  return { lookup, enforceUnverified: all.every((s) => s.enforceUnverified) };
+}
+
+export function parseSettings(raw: unknown): WebhookSettings | undefined {
+  const v = asRecord(raw);
+  const lookup = v?.["lookup"];
+  if (lookup !== "index" && lookup !== "live" && lookup !== "auto") return undefined;
+  return { lookup, enforceUnverified: v?.["enforceUnverified"] === true };
+}
+
+/** The merged settings in the report's ConfigMap; undefined when absent (a webhook older than them). */
+export function parseReportSettings(configMap: unknown): WebhookSettings | undefined {
+  const raw = asRecord(asRecord(configMap)?.["data"])?.[INDEX_REPORT_SETTINGS_KEY];
+  if (typeof raw !== "string") return undefined;
+  try {
+    return parseSettings(JSON.parse(raw));
+  } catch {
+    return undefined;
+  }
 }

@@ -1,6 +1,6 @@
 // The pure middle of a reconcile pass: from what was observed, the writes to make (configurations to create,
 // update or prune) and, once they are made, the statuses that changed. No I/O, no clock: the time comes in as `now`.
-import { dependentTypeKey, type IndexReport } from "../api/index-report.ts";
+import { dependentTypeKey, type IndexReport, type WebhookSettings } from "../api/index-report.ts";
 import type { ReferencesVerdict } from "../api/references.ts";
 import { rememberedStatus, verdictFor, verdictOf, type RuleVerdict, type Verdicts } from "../api/verdicts.ts";
 import type { ParsedRule } from "../api/rule.ts";
@@ -37,6 +37,8 @@ export interface Observation {
   indexReport?: IndexReport;
   /** What the controller concluded last (src/api/verdicts.ts): the memory each status is computed from. */
   verdicts: Verdicts;
+  /** What the webhook replicas enforce, as they report it; absent when they do not say. */
+  webhook?: WebhookSettings;
 }
 
 export interface WritePlan {
@@ -121,6 +123,7 @@ export function planStatuses(
         ...(cycle ? { cycle } : {}),
         ...(references ? { references } : {}),
         ...(index ? { index } : {}),
+        ...(obs.webhook?.enforceUnverified ? { enforcesUnverified: true } : {}),
       },
       rememberedStatus(verdictFor(obs.verdicts, key, object.metadata.uid)),
       now,

@@ -3,7 +3,7 @@
 // statuses that changed. Nothing is remembered between passes except caches of facts (which endpoint serves which
 // logical cluster; path → logical cluster in the resolver), each dropped when a write there fails.
 import type { Logger } from "pino";
-import type { IndexReport } from "../api/index-report.ts";
+import type { IndexReport, WebhookSettings } from "../api/index-report.ts";
 import type { Verdicts } from "../api/verdicts.ts";
 import { orStored } from "../kcp/stored-resolution.ts";
 import { parseRule, referencedPaths, type ParsedRule } from "../api/rule.ts";
@@ -40,6 +40,8 @@ export interface ReconcilerDeps {
   ruleWebhook?: WorkspaceRequests;
   /** The webhook's dependents index report (src/api/index-report.ts); undefined when there is none. */
   readIndexReport?: () => Promise<IndexReport | undefined>;
+  /** What the webhook replicas enforce, from the same report; undefined when they do not say (older, or none). */
+  readWebhookSettings?: () => Promise<WebhookSettings | undefined>;
   /** The rule verdicts in the dep-ctrl workspace (src/api/verdicts.ts): read, and rewritten where a pass changed them. */
   verdicts: VerdictBook;
   /** Checked before every write: a replica that lost the leader lease must stop writing at once. */
@@ -135,6 +137,7 @@ export class Reconciler {
     );
     const caBundle = this.deps.caBundle();
     const indexReport = await this.indexReport();
+    const settings = await this.deps.readWebhookSettings?.().catch(() => undefined);
     return {
       rules,
       existing,
@@ -142,7 +145,8 @@ export class Reconciler {
       references,
       verdicts,
       ...(caBundle ? { caBundle } : {}),
-      ...(indexReport ? { indexReport } : {}),
+      ...(indexReport && settings?.lookup !== "live" ? { indexReport } : {}),
+      ...(settings ? { webhook: settings } : {}),
     };
   }
 

@@ -3,7 +3,13 @@
 // file), the reconciler, the work loop, leader election and the health port. Followers keep every informer warm, so
 // a failover starts from a full cache; only the leader runs passes.
 import type { RestClient } from "../kcp/rest.ts";
-import { INDEX_REPORT_PATH, parseIndexReport, type IndexReport } from "../api/index-report.ts";
+import {
+  INDEX_REPORT_PATH,
+  parseIndexReport,
+  parseReportSettings,
+  type IndexReport,
+  type WebhookSettings,
+} from "../api/index-report.ts";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { Registry } from "prom-client";
@@ -153,6 +159,7 @@ function reconcilerOf(
     webhookBaseUrl: config.webhookUrl,
     ...(config.validateRules ? { ruleWebhook: conn.workspaceClient } : {}),
     readIndexReport: () => readIndexReport(conn.workspaceClient),
+    readWebhookSettings: () => readWebhookSettings(conn.workspaceClient),
     verdicts,
     exportName: config.apiExportName,
     ...deps,
@@ -162,6 +169,11 @@ function reconcilerOf(
 /** The webhook's dependents index report, or undefined when there is none (a webhook in live mode, or none yet). */
 async function readIndexReport(client: RestClient): Promise<IndexReport | undefined> {
   return parseIndexReport(await client.getOptional(INDEX_REPORT_PATH));
+}
+
+/** What the webhook replicas enforce, or undefined when they do not say (none yet, or older than the field). */
+async function readWebhookSettings(client: RestClient): Promise<WebhookSettings | undefined> {
+  return parseReportSettings(await client.getOptional(INDEX_REPORT_PATH));
 }
 
 /** Leader election (or none): only the leader runs passes; every replica keeps its informers warm. */

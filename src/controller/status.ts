@@ -30,6 +30,8 @@ export interface RuleFacts {
   index?: IndexedTypeState | { state: "missing" };
   /** How long a revoked index consent fails closed (REVOCATION_GRACE_MS unless set). */
   revocationGraceMs?: number;
+  /** Every webhook replica enforces rules whose author declined the checks (--enforce-unverified-rules). */
+  enforcesUnverified?: boolean;
 }
 
 export interface RuleStatus extends DependencyRuleStatus {
@@ -103,6 +105,15 @@ function referencesValid(rule: ParsedRule, facts: RuleFacts): Verdict {
   if (!v) return { status: "Unknown", reason: "NotChecked", message: "references not checked yet" };
   const message = v.problems.join("; ");
   if (v.dependentInvalid) return { status: "False", reason: "DependentInvalid", message };
+  if (v.declined && facts.enforcesUnverified)
+    return {
+      status: "Unknown",
+      reason: "ChecksDeclined",
+      message:
+        `not checked: this workspace declined the read-only claims (${message}); the webhook enforces the rule ` +
+        "anyway (--enforce-unverified-rules); accept the claims in its APIBinding to the dep-ctrl export " +
+        "(deploy/kcp/apibinding-provider.yaml) to have it checked",
+    };
   if (v.declined)
     return {
       status: "False",
@@ -131,10 +142,21 @@ function ready(rule: ParsedRule, others: [ConditionType, Verdict][]): Verdict {
     return { status: "False", reason: "InvalidSpec", message: `invalid rule: ${rule.problems.join("; ")}` };
   // Ready means the rule refuses what it should now. An index listing again (IndexResyncing) fails closed meanwhile,
   // so it is; a first listing (IndexSyncing) or no report yet (NotReported) enforces nothing yet, so it is not.
+  // References that could not be checked (Unknown: a provider declined the checks, or the author did and the webhook
+  // enforces unchecked rules) are enforced as written, so they do not hold Ready back; Ready's message names them.
+  const unchecked = others.filter(([t, v]) => t === "ReferencesValid" && v.status === "Unknown" && rule.dependent);
   const failing = others.filter(
-    ([t, v]) => v.status !== "True" && !(t === "DependentsIndexed" && v.reason === "IndexResyncing"),
+    ([t, v]) =>
+      v.status !== "True" &&
+      !(t === "DependentsIndexed" && v.reason === "IndexResyncing") &&
+      !unchecked.some(([u]) => u === t),
   );
-  if (failing.length === 0) return { status: "True", reason: "Ready", message: "deletion protection is installed" };
+  if (failing.length === 0)
+    return {
+      status: "True",
+      reason: "Ready",
+      message: `deletion protection is installed${unchecked.map(([, v]) => ` (references unchecked: ${v.message})`).join("")}`,
+    };
   return {
     status: "False",
     reason: failing[0]![1].reason,

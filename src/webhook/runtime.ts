@@ -4,7 +4,6 @@ import { Registry, collectDefaultMetrics } from "prom-client";
 import type { Logger } from "pino";
 import type { DependencyRule } from "../api/types.ts";
 import { DEPENDENCY_RULES_PATH } from "../api/wire.ts";
-import { INDEX_REPORT_PATH } from "../api/index-report.ts";
 import type { VirtualWorkspaceOrigins } from "../kcp/endpoint-origins.ts";
 import { fetchExportFacts } from "../kcp/exports.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
@@ -19,8 +18,8 @@ import { createAdmissionHandler } from "./deletion/handler.ts";
 import type { DependentsIndex } from "./deletion/index/index.ts";
 import { registerIndexMetrics } from "./deletion/index/metrics.ts";
 import { IndexReadiness } from "./deletion/index/readiness.ts";
-import { indexEndpointPolicy } from "./deletion/index/export-endpoints.ts";
-import { startIndex } from "./deletion/index/start.ts";
+import { indexEndpointPolicy, type IndexEndpointPolicy } from "./deletion/index/export-endpoints.ts";
+import { startIndex, startLiveReport } from "./deletion/index/start.ts";
 import type { IndexBudget } from "./deletion/index/budget.ts";
 import { finderFor, type LookupMode } from "./deletion/hybrid.ts";
 import type { RuleRegistry } from "./rules/registry.ts";
@@ -79,12 +78,8 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     const resolver = new WorkspaceResolver({ base: conn.base });
     const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;
     const endpoints = indexEndpointPolicy(flags.virtualWorkspaceOrigins, urls, resolver, metricsRegistry);
-    const indexed =
-      flags.lookup === "live"
-        ? undefined
-        : startIndex(conn.workspaceClient, lookupBase, logger, steps, { endpoints, budget: flags.indexBudget });
+    const indexed = startLookups(flags, conn.workspaceClient, lookupBase, endpoints, logger, steps);
     const index = indexed?.index;
-    if (!index) await withdrawIndexReport(conn.workspaceClient, logger);
     if (index) registerIndexMetrics(metricsRegistry, index);
     const { rules, source } = ruleSource(conn, flags, { resolver, origins: endpoints.origins }, logger, metrics, index);
     source.start();
@@ -123,16 +118,23 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
 }
 
 /**
- * In live mode there is no index: remove a report an earlier index-mode webhook left, so the controller does not put
- * stale DependentsIndexed conditions on rules. A failure is logged; it never stops the webhook.
+ * The dependents index and its report (index and auto mode), or the report alone (live mode): the controller writes
+ * each rule's Ready from what this replica enforces, whatever its index sees.
  */
-async function withdrawIndexReport(client: RestClient, logger: Logger): Promise<void> {
-  try {
-    await client.request("DELETE", INDEX_REPORT_PATH);
-    logger.info("removed the dependents index report of an earlier index-mode webhook");
-  } catch (err) {
-    if (!isApiError(err, 404)) logger.warn({ err: String(err) }, "cannot remove the dependents index report");
+function startLookups(
+  flags: WebhookConfig,
+  depCtrl: RestClient,
+  lookupBase: RestClient,
+  endpoints: IndexEndpointPolicy,
+  logger: Logger,
+  steps: (() => unknown)[],
+): ReturnType<typeof startIndex> | undefined {
+  const settings = { lookup: flags.lookup ?? "auto", enforceUnverified: flags.enforceUnverifiedRules === true };
+  if (flags.lookup === "live") {
+    startLiveReport(depCtrl, logger, steps, settings);
+    return undefined;
   }
+  return startIndex(depCtrl, lookupBase, logger, steps, { endpoints, budget: flags.indexBudget, settings });
 }
 
 /** The HTTPS server's listening, TLS and caller-authentication settings, from the flags. */

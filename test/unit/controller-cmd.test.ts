@@ -109,6 +109,13 @@ describe("run: startup errors are one clear line and exit code 1", () => {
   let status = 200;
   before(async () => {
     server = http.createServer((req, res) => {
+      // The rule verdicts: none yet (a watch stays open).
+      if (req.url?.includes("/api/v1/namespaces/default/configmaps?")) {
+        if (req.url.includes("watch=true")) return void res.writeHead(200).write("");
+        return void res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ metadata: { resourceVersion: "1" }, items: [] }));
+      }
       if (req.url?.includes("/apiexportendpointslices")) {
         res.writeHead(status, { "content-type": "application/json" });
         res.end(

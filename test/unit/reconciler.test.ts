@@ -304,7 +304,26 @@ describe("Reconciler", () => {
     assert.ok(kcp.vwcs.has(`${NET}/dependency-controller`));
     assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["Unknown", "CannotVerify"]);
     assert.deepEqual(ruleStatus(kcp).WebhooksInstalled, ["True", "Installed"]);
-    assert.equal(ruleStatus(kcp).Ready?.[0], "False");
+    // Ready says the rule refuses what it should: it does, as written, and the message says what went unchecked.
+    assert.deepEqual(ruleStatus(kcp).Ready, ["True", "Ready"]);
+    const ready = (kcp.rules.get(`${COMPUTE}/vm`)!.status as { conditions: Condition[] }).conditions[0]!;
+    assert.match(ready.message, /^deletion protection is installed \(references unchecked: /);
+  });
+
+  it("a rule whose author declined the checks is Ready exactly when every webhook replica enforces it", async () => {
+    const { kcp, reconciler, deps } = setup();
+    kcp.noConsent.add(COMPUTE);
+    kcp.addRule(vmRule());
+    await reconciler.reconcile();
+    assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["False", "ChecksDeclined"]);
+    assert.deepEqual(ruleStatus(kcp).Ready, ["False", "ChecksDeclined"]);
+    deps.readWebhookSettings = () => Promise.resolve({ lookup: "auto", enforceUnverified: true });
+    await reconciler.reconcile();
+    assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["Unknown", "ChecksDeclined"]);
+    assert.deepEqual(ruleStatus(kcp).Ready, ["True", "Ready"]);
+    deps.readWebhookSettings = () => Promise.resolve({ lookup: "auto", enforceUnverified: false });
+    await reconciler.reconcile();
+    assert.deepEqual(ruleStatus(kcp).Ready, ["False", "ChecksDeclined"]);
   });
 
   it("prunes a deleted rule's configuration in one pass although another rule names a missing workspace", async () => {

@@ -132,15 +132,16 @@ describe("run", () => {
       "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
       "-keyout", join(dir, "tls.key"), "-out", join(dir, "tls.crt"), "-days", "1", "-subj", "/CN=127.0.0.1",
     ], { stdio: "ignore" }); // prettier-ignore
-    // A fake kcp: the dep-ctrl workspace's endpoint slices, and watches that stay open.
+    // A fake kcp: the dep-ctrl workspace's endpoint slices and (none yet) rule verdicts, and watches that stay open.
     kcp = http.createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://x");
-      if (url.pathname !== "/clusters/root:dep-ctrl/apis/apis.kcp.io/v1alpha1/apiexportendpointslices") {
+      const verdicts = url.pathname === "/clusters/root:dep-ctrl/api/v1/namespaces/default/configmaps";
+      if (url.pathname !== "/clusters/root:dep-ctrl/apis/apis.kcp.io/v1alpha1/apiexportendpointslices" && !verdicts) {
         return res.writeHead(404).end("{}");
       }
       if (url.searchParams.get("watch") === "true") return res.writeHead(200).write("");
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ metadata: { resourceVersion: "1" }, items: slices }));
+      res.end(JSON.stringify({ metadata: { resourceVersion: "1" }, items: verdicts ? [] : slices }));
     });
     await new Promise<void>((r) => kcp.listen(0, "127.0.0.1", () => r()));
     const port = (kcp.address() as AddressInfo).port;

@@ -15,8 +15,12 @@ import type { Logger } from "pino";
 import {
   INDEX_REPORT_KEY,
   INDEX_REPORT_PATH,
+  INDEX_REPORT_SETTINGS_KEY,
   indexReportConfigMap,
+  mergeSettings,
   parseIndexReport,
+  parseSettings,
+  type WebhookSettings,
   type IndexReport,
   type IndexedTypeState,
   type LookupSource,
@@ -93,6 +97,7 @@ const canonical = (r: IndexReport): string =>
 interface Entry {
   at: number;
   types: IndexReport;
+  settings?: WebhookSettings;
 }
 
 function entriesOf(data: Record<string, string>): Map<string, Entry> {
@@ -101,9 +106,10 @@ function entriesOf(data: Record<string, string>): Map<string, Entry> {
     const replica = ENTRY.exec(key)?.[1];
     if (replica === undefined) continue;
     try {
-      const v = JSON.parse(raw) as { at?: unknown; types?: unknown };
+      const v = JSON.parse(raw) as { at?: unknown; types?: unknown; settings?: unknown };
       const types = parseIndexReport({ data: { [INDEX_REPORT_KEY]: JSON.stringify(v.types) } });
-      if (typeof v.at === "number" && types) out.set(replica, { at: v.at, types });
+      const settings = parseSettings(v.settings);
+      if (typeof v.at === "number" && types) out.set(replica, { at: v.at, types, ...(settings ? { settings } : {}) });
     } catch {
       // not an entry this code wrote: left out of the merge
     }
@@ -125,6 +131,8 @@ export interface IndexReporterOptions {
   replica?: string;
   /** What protects each type, by its last lookup or probe (auto mode); set later with reportLookups (the finder). */
   lookups?: () => ReadonlyMap<string, LookupSource>;
+  /** What this replica enforces (its flags), published for the controller's Ready. */
+  settings?: WebhookSettings;
 }
 
 /** Runs before each report, e.g. the probes of types whose source is due (auto mode); its failure is logged. */
@@ -179,12 +187,20 @@ export class IndexReporter {
     const entries = entriesOf(have);
     const mine = reportOf(this.opts.health(), this.lookups());
     const before = entries.get(me);
-    if (!before || canonical(before.types) !== canonical(mine) || now - before.at >= HEARTBEAT_MS)
-      entries.set(me, { at: now, types: mine });
+    const settings = this.opts.settings;
+    const sameSettings = JSON.stringify(before?.settings) === JSON.stringify(settings);
+    if (!before || canonical(before.types) !== canonical(mine) || !sameSettings || now - before.at >= HEARTBEAT_MS)
+      entries.set(me, { at: now, types: mine, ...(settings ? { settings } : {}) });
     const fresh = [...entries].filter(([, e]) => now - e.at < REPLICA_TTL_MS).sort(([a], [b]) => (a < b ? -1 : 1));
     const data: Record<string, string> = { [INDEX_REPORT_KEY]: canonical(mergeReports(fresh.map(([, e]) => e.types))) };
+    const merged = mergeSettings(fresh.flatMap(([, e]) => (e.settings ? [e.settings] : [])));
+    if (merged) data[INDEX_REPORT_SETTINGS_KEY] = JSON.stringify(merged);
     for (const [replica, e] of fresh)
-      data[`replica.${replica}.json`] = JSON.stringify({ at: e.at, types: JSON.parse(canonical(e.types)) as unknown });
+      data[`replica.${replica}.json`] = JSON.stringify({
+        at: e.at,
+        types: JSON.parse(canonical(e.types)) as unknown,
+        ...(e.settings ? { settings: e.settings } : {}),
+      });
     return data;
   }
 
