@@ -1,5 +1,6 @@
 // The DependentsIndexed condition: whether the webhook can read a rule's dependents, and what that means for
-// enforcement (docs/architecture.md, "Blast radius"). The webhook reads the reason back, so it survives restarts.
+// enforcement (docs/architecture.md, "Blast radius"). The webhook decides from the reason as the controller keeps it in
+// its verdicts (src/api/verdicts.ts), so it survives restarts.
 import type { Condition } from "../api/types.ts";
 import type { IndexedTypeState } from "../api/index-report.ts";
 import type { ParsedRule } from "../api/rule.ts";
@@ -16,10 +17,10 @@ const NOT_ENFORCED_SINCE = "this rule refuses no DELETE until then";
 
 /**
  * From the webhook's index report (src/api/index-report.ts): can the webhook read this rule's dependents? The webhook
- * reads the reason back (src/webhook/rules/rule-status.ts): Indexed, LiveLookup, IndexRevoked, IndexLost and
+ * decides from the reason kept in the verdicts (src/api/verdicts.ts): Indexed, LiveLookup, IndexRevoked, IndexLost and
  * IndexResyncing mean "it protected: fail closed where its dependents were"; IndexForbidden, IndexFailing and
- * IndexRevocationExpired mean "not enforced". `previous` is this condition as last written, so a revocation's start
- * survives restarts.
+ * IndexRevocationExpired mean "not enforced". `previous` is this condition as the controller last kept it (its verdict,
+ * never the rule's status), so a revocation's start survives restarts.
  */
 export function dependentsIndexed(
   rule: ParsedRule,
