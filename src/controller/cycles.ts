@@ -76,11 +76,24 @@ export function findCycles(rules: readonly RuleEdges[]): Map<string, string> {
       for (const k of edgeRules.get(`${cycle[i]}\0${cycle[i + 1]}`) ?? []) by.add(k);
     result.set(
       ruleKeyString(rule.key),
-      `dependency cycle ${cycle.join(" → ")} (rules ${[...by].sort(cmp).join(", ")}): objects on it can block each ` +
+      `dependency cycle ${cycle.join(" → ")} (${drawnBy(rule.key.cluster, by)}): objects on it can block each ` +
         `other's deletion; break the cycle or use the skip-protection annotation`,
     );
   }
   return result;
+}
+
+/**
+ * The rules drawing a cycle, as the author of a rule in `cluster` may read them: the rules of its own workspace by
+ * name, the others only counted (their workspaces and names are other tenants' business; the types are on the cycle).
+ */
+function drawnBy(cluster: string, keys: ReadonlySet<string>): string {
+  const own = [...keys].filter((k) => k.startsWith(`${cluster}/`)).map((k) => k.slice(cluster.length + 1));
+  const others = keys.size - own.length;
+  const parts =
+    own.length > 0 ? [`rule${own.length === 1 ? "" : "s"} ${own.sort(cmp).join(", ")} of this workspace`] : [];
+  if (others > 0) parts.push(`${others} rule${others === 1 ? "" : "s"} in other workspaces`);
+  return parts.join(" and ");
 }
 
 /** [b, c, a, b] → [a, b, c, a]: the same cycle always reads the same way. */
