@@ -176,6 +176,24 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
     assert.equal(await scrapeSeries(bins!.webhook!, series), 1, series);
   });
 
+  // The webhook enforces the unchecked rule (the opt-in) and says so in its report; the rule's Ready follows that,
+  // instead of reading "not enforced" while every referenced delete is refused.
+  it("reads Ready=True with the opt-in, its references marked unchecked", async () => {
+    const env = kcp!;
+    const conditions = await waitFor(
+      "rule vm-dependencies: Ready=True",
+      async () => {
+        const r = await env.ws(PATHS.compute).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
+        const ready = r.status?.conditions?.find((x) => x.type === "Ready");
+        return ready?.status === "True" ? r.status!.conditions! : undefined;
+      },
+      { timeoutMs: 180_000, intervalMs: 1_000 },
+    );
+    const refs = conditions.find((x) => x.type === "ReferencesValid");
+    assert.deepEqual([refs?.status, refs?.reason], ["Unknown", "ChecksDeclined"], refs?.message);
+    assert.match(refs?.message ?? "", /the webhook enforces the rule anyway \(--enforce-unverified-rules\)/);
+  });
+
   it("refuses a referenced VPC with 409 naming the VM, and deletes a free one", async () => {
     const env = kcp!;
     const consumer = env.ws(PATHS.consumer1);
