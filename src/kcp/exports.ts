@@ -48,6 +48,17 @@ async function tryEndpoints(get: ClusterGet, endpoints: readonly string[], clust
 }
 
 /**
+ * Whether the answers say the workspace's owner declined the claims (403). Another shard's endpoint answers 403 for a
+ * cluster it does not serve, so a 403 counts only from the endpoint known to serve it, or, when none is known, from a
+ * set of endpoints that all answered: one that gave no answer (a stopped shard) may be the one serving it. Declined
+ * makes a rule not enforced; a shard that cannot be reached must not (its rule stays enforced, CannotVerify).
+ */
+function declined(answers: readonly Answer[], firstKnown: boolean): boolean {
+  if (firstKnown) return answers[0]?.status === 403;
+  return answers.some((a) => a.status === 403) && !answers.some((a) => a.status === "error");
+}
+
+/**
  * The facts about one export. `endpoints` are the virtual workspace URLs to try, the one known to serve the cluster
  * first; with `firstKnown` its 404 is taken as the answer (another shard's 403/404 says nothing about the cluster).
  */
@@ -68,7 +79,7 @@ export async function fetchExportFacts(
   if (!found || found.status !== "ok") {
     const notFound = (firstKnown && answers[0]?.status === 404) || answers.every((a) => a.status === 404);
     if (notFound) return { found: false, definite: true };
-    if (answers.some((a) => a.status === 403))
+    if (declined(answers, firstKnown))
       return { found: false, definite: false, reason: NO_CONSENT_HINT, declined: true };
     const error = answers.find((a): a is Extract<Answer, { status: "error" }> => a.status === "error");
     return { found: false, definite: false, reason: `reading it failed: ${error?.message ?? "no answer"}` };
