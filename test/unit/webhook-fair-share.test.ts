@@ -3,13 +3,9 @@
 // of bodies held at once, and 256 TLS connections that never send a request fill the connection cap. Each time,
 // genuine reviews (small, sent at once, as kcp sends them) are answered 200, also while the attacker keeps refilling.
 // No test measures time: each waits on a condition.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import https from "node:https";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import tls from "node:tls";
 import { Registry } from "prom-client";
@@ -18,34 +14,10 @@ import { MAX_BODY_BYTES, MAX_BUFFERED_BODY_BYTES } from "../../src/webhook/http/
 import { startWebhookServer, type WebhookServer } from "../../src/webhook/http/server.ts";
 import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
 import { FakeClock } from "../support/fake-clock.ts";
+import { deleteReview, servingCertSuite } from "../support/serving-cert.ts";
 
-let dir: string;
-let ca: string;
-let files: { certFile: string; keyFile: string };
-
-before(() => {
-  dir = mkdtempSync(join(tmpdir(), "webhook-fair-share-"));
-  files = { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") };
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", files.keyFile,
-    "-out", files.certFile, "-days", "1", "-subj", "/CN=serving", "-addext", "subjectAltName=IP:127.0.0.1",
-  ], { stdio: "ignore" }); // prettier-ignore
-  ca = readFileSync(files.certFile, "utf8");
-});
-after(() => rmSync(dir, { recursive: true, force: true }));
-
-const review = (uid: string) =>
-  JSON.stringify({
-    apiVersion: "admission.k8s.io/v1",
-    kind: "AdmissionReview",
-    request: {
-      uid,
-      operation: "DELETE",
-      resource: { group: "network.example.io", version: "v1", resource: "vpcs" },
-      name: "my-vpc",
-      oldObject: { metadata: { name: "my-vpc" } },
-    },
-  });
+const cert = servingCertSuite("webhook-fair-share-");
+const review = deleteReview;
 
 async function waitUntil(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
   for (let i = 0; i < 3_000; i++) {
@@ -69,7 +41,7 @@ async function start(): Promise<Harness> {
   const server = await startWebhookServer({
     host: "127.0.0.1",
     port: 0,
-    tls: files,
+    tls: cert.files,
     handler: () => Promise.resolve({ allowed: true, reason: "no-dependents" }),
     logger: silentLogger(),
     metrics: createWebhookMetrics(registry),
@@ -89,7 +61,7 @@ function genuine(port: number, uid: string, agent: https.Agent | false = false):
         port,
         path: "/validate/net1",
         method: "POST",
-        ca: [ca],
+        ca: [cert.ca],
         agent,
         headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
       },
@@ -115,7 +87,7 @@ function stalledUpload(port: number, bytes: number) {
       port,
       path: "/validate/net1",
       method: "POST",
-      ca: [ca],
+      ca: [cert.ca],
       agent: false,
       headers: { "content-type": "application/json", "content-length": MAX_BODY_BYTES },
     }),
@@ -165,7 +137,7 @@ async function idleConnections(port: number, n: number): Promise<tls.TLSSocket[]
       { length: n },
       () =>
         new Promise<tls.TLSSocket>((resolve, reject) => {
-          const socket = tls.connect({ host: "127.0.0.1", port, ca: [ca] }, () => resolve(socket));
+          const socket = tls.connect({ host: "127.0.0.1", port, ca: [cert.ca] }, () => resolve(socket));
           socket.on("error", reject);
         }),
     ),

@@ -1,13 +1,9 @@
 // The transport under strangers: slow uploads hold no review slot, a trickle is cut off (a fake clock moves time),
 // rule reviews have their own pool, queued reviews wait then get a slot, and the open-request gauge stays bounded.
 // No test measures time: each waits on a condition.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import https from "node:https";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { Registry } from "prom-client";
 import type { Decision } from "../../src/webhook/admission.ts";
@@ -16,34 +12,10 @@ import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
 import { createOpenRequests, MAX_ORIGIN_LABELS } from "../../src/webhook/http/origins.ts";
 import { startWebhookServer, type WebhookServer, type WebhookServerOptions } from "../../src/webhook/http/server.ts";
 import { FakeClock } from "../support/fake-clock.ts";
+import { deleteReview, servingCertSuite } from "../support/serving-cert.ts";
 
-let dir: string;
-let ca: string;
-let tls: { certFile: string; keyFile: string };
-
-before(() => {
-  dir = mkdtempSync(join(tmpdir(), "webhook-transport-"));
-  tls = { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") };
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", tls.keyFile,
-    "-out", tls.certFile, "-days", "1", "-subj", "/CN=serving", "-addext", "subjectAltName=IP:127.0.0.1",
-  ], { stdio: "ignore" }); // prettier-ignore
-  ca = readFileSync(tls.certFile, "utf8");
-});
-after(() => rmSync(dir, { recursive: true, force: true }));
-
-const review = (uid: string) =>
-  JSON.stringify({
-    apiVersion: "admission.k8s.io/v1",
-    kind: "AdmissionReview",
-    request: {
-      uid,
-      operation: "DELETE",
-      resource: { group: "network.example.io", version: "v1", resource: "vpcs" },
-      name: "my-vpc",
-      oldObject: { metadata: { name: "my-vpc" } },
-    },
-  });
+const cert = servingCertSuite("webhook-transport-");
+const review = deleteReview;
 
 interface Answer {
   status: number;
@@ -60,7 +32,7 @@ function post(port: number, body: string, opts: { path?: string; trickle?: boole
         port,
         path: opts.path ?? "/validate/net1",
         method: "POST",
-        ca: [ca],
+        ca: [cert.ca],
         agent: false,
         headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
       },
@@ -118,7 +90,7 @@ async function start(opts: Partial<WebhookServerOptions> & { holdDeletes?: boole
   const server = await startWebhookServer({
     host: "127.0.0.1",
     port: 0,
-    tls,
+    tls: cert.files,
     handler: () =>
       opts.holdDeletes ? new Promise((resolve) => heldDeletes.push(() => resolve(allowed))) : Promise.resolve(allowed),
     ruleHandler: () => new Promise((resolve) => heldRules.push(() => resolve({ allowed: true, reason: "rule-valid" }))),
