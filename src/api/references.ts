@@ -24,6 +24,23 @@ export interface SchemaSummary {
   versions: { name: string; served: boolean }[];
 }
 
+/**
+ * The annotation a dependency provider puts on its own APIExport to say which workspaces' rules may gate deletes of
+ * what it exports: comma-separated workspace paths. Absent: every workspace (the Go original's manifests carry none);
+ * empty: no other workspace. The provider's own rules are always admitted.
+ */
+export const RULE_AUTHORS_ANNOTATION = "dependencies.opendefense.cloud/rule-authors";
+
+/** The workspace paths an APIExport's annotation admits; undefined when it admits everyone (no annotation). */
+export function parseRuleAuthors(annotations: Readonly<Record<string, unknown>> | undefined): string[] | undefined {
+  const raw = annotations?.[RULE_AUTHORS_ANNOTATION];
+  if (typeof raw !== "string") return undefined;
+  return raw
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "");
+}
+
 /** What kcp has for one APIExport name in one workspace. */
 export type ExportFacts =
   | {
@@ -31,6 +48,8 @@ export type ExportFacts =
       resources: readonly ExportedResource[];
       /** Schemas of that workspace by name; a missing name could not be read. */
       schemas: ReadonlyMap<string, SchemaSummary>;
+      /** The workspaces whose rules the provider admits (RULE_AUTHORS_ANNOTATION); undefined: every workspace. */
+      ruleAuthors?: readonly string[];
     }
   | { found: false; definite: true }
   | {
@@ -133,6 +152,29 @@ export function checkDependency(dep: ParsedDependency, facts: ExportFacts): Refe
     exportName: dep.exportName,
     workspace: dep.path,
   });
+}
+
+/**
+ * Whether the dependency's provider admits rules of the author's workspace to gate its deletes. `admitted` is what
+ * the caller found by resolving the annotation's paths: true, false, or undefined when some path could not be
+ * resolved right now and none matched (then nothing changes: protection stays, as for any check that cannot be made).
+ */
+export function checkAdmitted(dep: ParsedDependency, admitted: boolean | undefined): ReferenceCheck {
+  if (admitted === true) return OK;
+  const what = `spec.dependencies[${dep.index}]: the provider of APIExport ${dep.exportName} at ${dep.path}`;
+  if (admitted === undefined)
+    return {
+      ok: false,
+      definite: false,
+      message: `${what} limits which workspaces' rules may gate its deletes (${RULE_AUTHORS_ANNOTATION}), and not every workspace it names could be resolved now`,
+    };
+  return {
+    ok: false,
+    definite: true,
+    message:
+      `${what} does not admit rules of this workspace to gate its deletes (annotation ${RULE_AUTHORS_ANNOTATION} ` +
+      "on its APIExport): this dependency is not enforced; ask the provider to add this workspace's path",
+  };
 }
 
 /**

@@ -128,7 +128,7 @@ export function planStatuses(
       rememberedStatus(verdictFor(obs.verdicts, key, object.metadata.uid)),
       now,
     );
-    verdicts.set(key, verdictOf(status, object.metadata.uid));
+    verdicts.set(key, verdictOf(status, object.metadata.uid, references?.invalidDependencies));
     if (statusChanged(object.status, status)) writes.push({ rule, status });
     const ready = status.conditions?.find((c) => c.type === "Ready");
     if (ready && AWAITING_INDEX.has(ready.reason)) awaitingIndex++;

@@ -127,13 +127,17 @@ export class Reconciler {
     const parsed = rules.map((r) => r.parsed);
     const verdicts = this.deps.verdicts.current();
     const resolutions = await this.resolveAll(parsed, verdicts);
-    const references = await checkReferences(parsed, resolutions, (cluster, exportName, resources) =>
-      fetchExportFacts(
-        (endpoint, c, path) => this.deps.clientFor(endpoint, c).request("GET", path),
-        this.writer.candidates(cluster),
-        this.writer.knows(cluster),
-        { cluster, exportName, resources },
-      ),
+    const references = await checkReferences(
+      parsed,
+      resolutions,
+      (cluster, exportName, resources) =>
+        fetchExportFacts(
+          (endpoint, c, path) => this.deps.clientFor(endpoint, c).request("GET", path),
+          this.writer.candidates(cluster),
+          this.writer.knows(cluster),
+          { cluster, exportName, resources },
+        ),
+      (path) => this.deps.resolver.resolve(path),
     );
     const caBundle = this.deps.caBundle();
     const indexReport = await this.indexReport();

@@ -2,7 +2,7 @@
 // workspace: the dep-ctrl export claims read-only access to apis.kcp.io apiexports and apiresourceschemas, and a
 // provider that accepts those claims in its APIBinding consents to being checked. Verified on kcp v0.30.0: with the
 // claims accepted a GET answers 200, or 404 for an export that is not there; without them it answers 403.
-import type { ExportFacts, ExportedResource, SchemaSummary } from "../api/references.ts";
+import { parseRuleAuthors, type ExportFacts, type ExportedResource, type SchemaSummary } from "../api/references.ts";
 import type { LogicalClusterName } from "../api/types.ts";
 import { isApiError } from "./rest.ts";
 
@@ -24,6 +24,7 @@ export const NO_CONSENT_HINT =
   "permission claims on apis.kcp.io apiexports and apiresourceschemas (deploy/kcp/apibinding-provider.yaml)";
 
 interface APIExportObject {
+  metadata?: { annotations?: Record<string, unknown> };
   spec?: { resources?: { group?: string; name?: string; schema?: string }[] };
 }
 
@@ -100,5 +101,6 @@ export async function fetchExportFacts(
       versions: (spec?.versions ?? []).map((v) => ({ name: v.name ?? "", served: v.served === true })),
     });
   }
-  return { found: true, resources, schemas };
+  const ruleAuthors = parseRuleAuthors((found.body as APIExportObject).metadata?.annotations);
+  return { found: true, resources, schemas, ...(ruleAuthors ? { ruleAuthors } : {}) };
 }

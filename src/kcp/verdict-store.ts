@@ -14,8 +14,8 @@ import {
   VERDICTS_COLLECTION_PATH,
   VERDICTS_KEY,
   VERDICTS_LABEL,
-  type Verdicts,
-} from "../api/verdicts.ts";
+} from "../api/verdict-configmaps.ts";
+import type { Verdicts } from "../api/verdicts.ts";
 
 interface ConfigMapObject extends KubeObject {
   data?: Record<string, string>;

@@ -1,7 +1,8 @@
 // An in-memory verdict store for reconciler tests: what the last pass kept is what the next one reads, as with the
 // ConfigMaps in the dep-ctrl workspace; `writes` counts the passes that changed something.
 import type { Verdicts } from "../../src/api/verdicts.ts";
-import { NO_VERDICTS, verdictBuckets } from "../../src/api/verdicts.ts";
+import { NO_VERDICTS } from "../../src/api/verdicts.ts";
+import { verdictBuckets } from "../../src/api/verdict-configmaps.ts";
 import type { VerdictBook } from "../../src/controller/reconciler.ts";
 
 export class MemoryVerdictBook implements VerdictBook {

@@ -19,6 +19,7 @@ import { dependentTypeKey, type IndexReport } from "../../src/api/index-report.t
 import { parseRule } from "../../src/api/rule.ts";
 import type { ClusterClient } from "../../src/controller/writer.ts";
 import { APIEXPORTS_PATH, APIRESOURCESCHEMAS_PATH } from "../../src/kcp/exports.ts";
+import { RULE_AUTHORS_ANNOTATION } from "../../src/api/references.ts";
 import { ApiError, type RequestOptions } from "../../src/kcp/rest.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
@@ -53,6 +54,8 @@ class FakeKcp {
   ]);
   /** Workspaces whose binding did not accept the read-only claims: reading their exports answers 403. */
   readonly noConsent = new Set<string>();
+  /** Export name → the value of its rule-authors annotation (which workspaces' rules its provider admits). */
+  readonly ruleAuthors = new Map<string, string>();
   failWrites = false;
   private rv = 1;
 
@@ -81,7 +84,9 @@ class FakeKcp {
     if (method === "GET" && path.startsWith(APIEXPORTS_PATH)) {
       const name = path.slice(APIEXPORTS_PATH.length + 1);
       const resources = this.exports.get(name) ?? fail(404, "NotFound");
+      const authors = this.ruleAuthors.get(name);
       return {
+        metadata: authors === undefined ? {} : { annotations: { [RULE_AUTHORS_ANNOTATION]: authors } },
         spec: { resources: [...resources.keys()].map((r) => ({ group: name, name: r, schema: `v1.${r}.${name}` })) },
       };
     }
@@ -308,6 +313,40 @@ describe("Reconciler", () => {
     assert.deepEqual(ruleStatus(kcp).Ready, ["True", "Ready"]);
     const ready = (kcp.rules.get(`${COMPUTE}/vm`)!.status as { conditions: Condition[] }).conditions[0]!;
     assert.match(ready.message, /^deletion protection is installed \(references unchecked: /);
+  });
+
+  it("a dependency provider admits rules by their workspace: others are not installed, and the verdict says so", async () => {
+    const { kcp, reconciler, resolutions, deps } = setup();
+    kcp.addRule(vmRule());
+    const exportName = "network.test.io";
+    const installed = () => kcp.vwcs.has(`${NET}/dependency-controller`);
+    const excluded = () => (deps.verdicts as MemoryVerdictBook).kept.rules.get(`${COMPUTE}/vm`)?.excluded;
+    assert.ok(kcp.exports.has(exportName), "the fake kcp serves the network export");
+    // Admitted by path: the compute provider's workspace resolves to the rule's cluster.
+    resolutions.set("root:compute-provider", { ok: true, cluster: COMPUTE });
+    kcp.ruleAuthors.set(exportName, "root:someone-else, root:compute-provider");
+    await reconciler.reconcile();
+    assert.ok(installed());
+    assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["True", "Valid"]);
+    // Admitted by nobody (an empty list): not installed, not enforced by the webhook either, and the rule says why.
+    kcp.ruleAuthors.set(exportName, "");
+    await reconciler.reconcile();
+    assert.equal(installed(), false);
+    assert.deepEqual(excluded(), [0]);
+    assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["False", "DependencyInvalid"]);
+    const refs = (kcp.rules.get(`${COMPUTE}/vm`)!.status as { conditions: Condition[] }).conditions;
+    assert.match(refs.find((c) => c.type === "ReferencesValid")!.message, /does not admit rules of this workspace/);
+    // A listed path that cannot be resolved now: the check cannot be made, so protection stays as it is.
+    kcp.ruleAuthors.set(exportName, "root:unreadable");
+    resolutions.set("root:unreadable", { ok: false, transient: true, reason: "503" });
+    await reconciler.reconcile();
+    assert.ok(installed());
+    assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["Unknown", "CannotVerify"]);
+    // No annotation: everyone, as with the Go original's manifests.
+    kcp.ruleAuthors.delete(exportName);
+    await reconciler.reconcile();
+    assert.deepEqual(ruleStatus(kcp).ReferencesValid, ["True", "Valid"]);
+    assert.equal(excluded(), undefined);
   });
 
   it("a rule whose author declined the checks is Ready exactly when every webhook replica enforces it", async () => {

@@ -276,6 +276,22 @@ describe("buildRegistry", () => {
     }
   });
 
+  it("a dependency the controller excluded (not served, or not admitted by its provider) gates nothing", () => {
+    const r = rule("c1", "r", [{}, { resource: "subnets", field: ".spec.subnet" }]);
+    (r.metadata as { generation?: number }).generation = 4;
+    const verdicts = (generation: number): Verdicts => ({
+      rules: new Map([["c1/r", { generation, conditions: {}, excluded: [0] }]]),
+      paths: new Map(),
+    });
+    const subnets = { group: "network.example.io", resource: "subnets" };
+    const reg = buildRegistry([r], paths, { verdicts: verdicts(4) });
+    assert.equal(reg.find(lc("net1"), VPCS).entries.length, 0, "dependency 0 excluded");
+    assert.equal(reg.find(lc("net1"), subnets).entries.length, 1, "dependency 1 kept");
+    assert.match(formatProblem(reg.problems[0]!), /not enforced: spec.dependencies\[0\] is not served/);
+    // An exclusion judged on an older generation says nothing about the rule as it is now.
+    assert.equal(buildRegistry([r], paths, { verdicts: verdicts(3) }).find(lc("net1"), VPCS).entries.length, 1);
+  });
+
   it("a rule whose dependent the controller rejected for this generation is not enforced", () => {
     const rejected = (generation: number, observedGeneration: number) => {
       const v = withVerdict(rule("c1", "r", [{}]), generation, {

@@ -9,11 +9,10 @@ import {
   parseVerdicts,
   verdictBuckets,
   verdictConfigMap,
-  verdictOf,
   verdictsName,
   VERDICT_BUCKETS,
-  type Verdicts,
-} from "../../src/api/verdicts.ts";
+} from "../../src/api/verdict-configmaps.ts";
+import { verdictOf, type Verdicts } from "../../src/api/verdicts.ts";
 import { CONDITION_TYPES, type Condition } from "../../src/api/types.ts";
 import { logicalClusterName } from "../../src/api/wire.ts";
 

@@ -23,6 +23,7 @@ import { asRecord, compareStrings } from "../../util/json.ts";
 import {
   checksDeclined,
   dependentRejected,
+  excludedDependencies,
   indexTrust,
   NO_VERDICTS,
   verdictFor,
@@ -118,12 +119,7 @@ const providerKey = (provider: string, gr: GroupResource): string => `${provider
 type MutableEntry = RuleEntry & { fieldPaths: FieldPath[] };
 
 /** Adds a rule's field path under `key`; one entry per rule per key, so a rule never causes the same list twice. */
-function addEntry(
-  index: Map<string, MutableEntry[]>,
-  key: string,
-  rule: ParsedRule & { trust: IndexTrust },
-  path: FieldPath,
-) {
+function addEntry(index: Map<string, MutableEntry[]>, key: string, rule: EnforceableRule, path: FieldPath) {
   const list = index.get(key) ?? [];
   const ruleKey = ruleKeyString(rule.key);
   const same = list.find((e) => e.rule === ruleKey);
@@ -142,8 +138,8 @@ function enforceableRules(
   objects: readonly unknown[],
   problems: RegistryProblem[],
   opts: RegistryOptions,
-): (ParsedRule & { trust: IndexTrust })[] {
-  const rules: (ParsedRule & { trust: IndexTrust })[] = [];
+): EnforceableRule[] {
+  const rules: EnforceableRule[] = [];
   for (const obj of objects) {
     const rule = parseRule(obj);
     const meta = asRecord(asRecord(obj)?.["metadata"]);
@@ -161,7 +157,14 @@ function enforceableRules(
     if (dependentRejected(verdict, rule.generation)) problems.push({ rule: key, message: NOT_ENFORCED.dependent });
     else if (!opts.enforceUnverified && checksDeclined(verdict, rule.generation))
       problems.push({ rule: key, message: NOT_ENFORCED.declined });
-    else rules.push({ ...rule, trust: indexTrust(verdict) });
+    else {
+      // Dependencies the controller found not served, or not admitted by their provider, gate nothing here either
+      // (another rule's configuration may send the same resource's deletes to this webhook).
+      const excluded = excludedDependencies(verdict, rule.generation);
+      for (const i of excluded) problems.push({ rule: key, message: NOT_ENFORCED.excluded(i) });
+      const dependencies = rule.dependencies.filter((d) => !excluded.has(d.index));
+      rules.push({ ...rule, dependencies, trust: indexTrust(verdict) });
+    }
   }
   return rules.sort((a, b) => compareStrings(ruleKeyString(a.key), ruleKeyString(b.key)));
 }
@@ -173,7 +176,12 @@ export const NOT_ENFORCED = {
     "not enforced: its author declined the read-only claims, so its references were never checked (see its status)",
   unresolved: (index: number, reason: string) =>
     `not enforced: spec.dependencies[${index}] has never resolved: ${reason}`,
+  excluded: (index: number) =>
+    `not enforced: spec.dependencies[${index}] is not served by its provider's export, or not admitted by its ` +
+    "provider (see its status)",
 };
+
+type EnforceableRule = ParsedRule & { trust: IndexTrust };
 
 /**
  * Builds the registry from every rule object (as served by kcp) and the resolutions of their provider paths. Pure:
