@@ -276,16 +276,12 @@ describe("dependency controller on kcp", () => {
     ]);
     const cycle = await waitForCondition(network, "vpc-needs-vm", "Acyclic", "False");
     assert.equal(cycle[1], "CycleDetected");
-    // vm-lost draws the same virtualmachines → vpcs edge (cycles are about resource types, resolved or not).
-    const ruleKeys = [
-      `${topo.clusters.compute}/vm-lost`,
-      `${topo.clusters.compute}/vm-nested`,
-      `${topo.clusters.network}/vpc-needs-vm`,
-    ].sort();
+    // vm-lost and vm-nested (compute) draw the same virtualmachines → vpcs edge (cycles are about resource types,
+    // resolved or not); the network provider's author reads them counted, not named (they are another tenant's).
     assert.ok(
       cycle[2].startsWith(
         "dependency cycle virtualmachines.compute.test.io → vpcs.network.test.io → virtualmachines.compute.test.io " +
-          `(rules ${ruleKeys.join(", ")})`,
+          "(rule vpc-needs-vm of this workspace and 2 rules in other workspaces)",
       ),
       cycle[2],
     );
