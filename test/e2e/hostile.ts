@@ -544,16 +544,16 @@ const REFUSALS = "dependency_webhook_index_endpoint_refusals_total";
 const WINDOW_PASSES = 20;
 
 /**
- * Cases that still fail on the code as it is (a6c255e, one shard), with what they see: marked `todo` so CI stays
- * green until the fix lands; remove an entry to hold the code to it. A slice the attacker forged to another cluster's
- * path is refused, but its Subnet type (which nobody binds) then reads failing with no endpoint ever synced, while
- * its verdict says it protected (Indexed, then IndexLost): the webhook fails closed everywhere, and every innocent
- * DELETE of a VPC is refused 503 "the dependents index is not readable" until the attacker restores its slice.
+ * Cases that once failed, with what they saw; an entry marks its case `todo` (none now). A slice the attacker forged to
+ * another cluster's path is refused, and its Subnet type (which nobody binds) then read failing with no endpoint ever
+ * synced while its verdict said it protected (Indexed, then IndexLost): the webhook failed closed everywhere, and every
+ * innocent DELETE of a VPC was refused 503 "the dependents index is not readable" until the attacker restored its
+ * slice. A watch that listed everything once and has no endpoint left now knows no consumer held its dependents.
  */
 const OPEN: Readonly<Record<"path" | "again" | "window", string | undefined>> = {
-  path: "innocents refused 503 (index not readable) once a type with no endpoint has a refused URL",
-  again: "innocents still refused 503 from the forged path of the case before",
-  window: "innocents still refused 503 from the forged path",
+  path: undefined,
+  again: undefined,
+  window: undefined,
 };
 
 /** Registers the cases, in order (each builds on the one before), against the suite's kcp. */

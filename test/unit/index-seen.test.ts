@@ -44,6 +44,23 @@ describe("DependentsIndex: the last good view in an unavailable answer", () => {
     assert.deepEqual(seen(await index.find(stranger, 10)), { everSynced: true, consumerSeen: false });
   });
 
+  it("a type that listed with no endpoint, then has its slice refused: a complete view of nowhere", async () => {
+    // Nobody bound the type (no endpoint), the watch listed that; then its provider rewrote the slice to URLs the
+    // allow-list refuses. No consumer held dependents it could see: nobody's DELETE may wait for it.
+    const { index, watch } = indexed();
+    watch().onChange();
+    watch().slicesError = "virtual workspace URL refused: its path is not /services/apiexport/compute/...";
+    assert.deepEqual(seen(await index.find(stranger, 10)), { everSynced: true, consumerSeen: false });
+  });
+
+  it("a type whose endpoint list never listed and now fails: never synced", async () => {
+    const { index, watch } = indexed();
+    watch().known = false;
+    watch().onChange();
+    watch().slicesError = "list: 403 Forbidden";
+    assert.deepEqual(seen(await index.find(stranger, 10)), { everSynced: false, consumerSeen: false });
+  });
+
   it("a new shard that has not listed: not a complete view, though the consumer held dependents elsewhere", async () => {
     const { index, watch } = indexed();
     watch().endpoint(A, [vmObject("consumer2", "vm-a", "my-vpc")]);

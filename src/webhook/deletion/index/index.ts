@@ -182,10 +182,17 @@ function unreadableAnswer(what: string, key: string, why: UnreadableReason): Una
 
 const NEVER_SEEN: UnavailableSeen = { everSynced: false, consumerSeen: false };
 
-/** The last good view of this type in this process, for decision.ts to refuse only where dependents may be. */
+/**
+ * The last good view of this type in this process, for decision.ts to refuse only where dependents may be. A watch
+ * that once listed everything it followed and has no endpoint left (none was ever bound, or a tenant's slice now names
+ * only URLs the allow-list refuses) knows no consumer holds dependents it can see: that must not read as "never
+ * listed", which refuses every DELETE the rule gates, in every consumer (hostile-provider e2e).
+ */
 function seenBy(slot: { current: TypeWatch }, lookup: Lookup): UnavailableSeen {
   const states = slot.current.watch.endpointStates();
-  const everSynced = states.length > 0 && states.every((e) => e.synced);
+  // With endpoints, all of them must have listed (a new shard's first list is not a view yet); with none left, a watch
+  // that once listed everything knows they held nothing it can still see.
+  const everSynced = states.length > 0 ? states.every((e) => e.synced) : slot.current.listed === true;
   return { everSynced, consumerSeen: states.some((e) => e.synced && e.store.hasCluster(lookup.consumer)) };
 }
 

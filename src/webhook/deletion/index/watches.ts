@@ -107,6 +107,17 @@ export function exportWatchFactory(
 export interface TypeWatch {
   paths: string;
   watch: IndexWatch;
+  /**
+   * This watch has had a complete list of every endpoint it followed (possibly none) at some point: from then on
+   * "where its dependents were" is known, even where no endpoint is left to say it (a slice rewritten to URLs the
+   * allow-list refuses leaves none).
+   */
+  listed?: boolean;
+}
+
+/** Notes a complete list, once seen (see TypeWatch.listed). */
+function noteListed(tw: TypeWatch): void {
+  if (!tw.listed && tw.watch.hasSynced() && tw.watch.failing().length === 0) tw.listed = true;
 }
 
 /** The watch(es) of one type: `next` for a changed set of field paths, until it has listed everything. */
@@ -168,6 +179,7 @@ export class TypeWatches {
   /** One line per watched type: ready, syncing, or failing with the errors. */
   health(): TypeHealth[] {
     return [...this.slots.entries()].map(([type, slot]) => {
+      noteListed(slot.current);
       const failing = slot.current.watch.failing();
       if (failing.length > 0) return { type, state: "failing", errors: failing.map((f) => f.error) };
       return { type, state: slot.current.watch.hasSynced() ? "ready" : "syncing", errors: [] };
@@ -218,6 +230,7 @@ export class TypeWatches {
 
   /** Promotes a replacement watch once it has listed everything. */
   private onWatchChange(key: string, tw: TypeWatch): void {
+    noteListed(tw);
     const slot = this.slots.get(key);
     if (slot?.next === tw && tw.watch.hasSynced() && tw.watch.failing().length === 0) {
       slot.current.watch.stop();
