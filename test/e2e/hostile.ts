@@ -21,6 +21,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import path from "node:path";
 import { after, test } from "node:test";
+import { RULE_AUTHORS_ANNOTATION } from "../../src/api/references.ts";
 import { isApiError, type RestClient } from "../../src/kcp/rest.ts";
 import { ENDPOINT_SLICES_PATH } from "../../src/kcp/virtualworkspace.ts";
 import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
@@ -288,6 +289,32 @@ class Hostile {
       { timeoutMs, intervalMs: 500 },
     );
     assertDenied(await tryDelete(holder, `${at(VPCS)}/h-vpc`, { dryRun: true }), /still referenced by Gadget\/g-1$/);
+  }
+
+  /**
+   * The network provider, with its own token, admits only the rules of `author` (RULE_AUTHORS_ANNOTATION on its
+   * export; undefined removes it): the attacker's rule is then not enforced for VPCs, says so on its status, and the
+   * holder's VPC, which only a Gadget names, may go (asked as a dry run).
+   */
+  async admitOnly(author: string | undefined): Promise<void> {
+    await this.as(PATHS.network).request("PATCH", "/apis/apis.kcp.io/v1alpha2/apiexports/network.test.io", {
+      body: { metadata: { annotations: { [RULE_AUTHORS_ANNOTATION]: author ?? null } } },
+      contentType: "application/merge-patch+json",
+    });
+    if (author === undefined) return;
+    await waitFor(
+      "the attacker's rule: ReferencesValid=False, not admitted",
+      async () => {
+        const c = (await this.rule()).status?.conditions?.find((x) => x.type === "ReferencesValid");
+        return c?.status === "False" && /does not admit rules of this workspace/.test(c.message) ? c : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    await waitFor(
+      "the holder's vpcs/h-vpc allowed (the Gadget rule gates nothing)",
+      async () => (await tryDelete(this.as(HOLDER), `${at(VPCS)}/h-vpc`, { dryRun: true })).allowed || undefined,
+      { timeoutMs: 90_000, intervalMs: 500 },
+    );
   }
 
   /** Under a slice attack the Gadget index may fail for the holder (503) but never lets its VPC go. */
@@ -573,11 +600,12 @@ export function hostileProviderTests(e2e: E2E<KcpEnv>, placement: Placement): vo
     await h.innocentsAsBefore("consent");
   });
   forgedSliceTests(h);
-  test(
-    "a rule no dependency provider admits decides for nobody",
-    { skip: "no dependency provider consent object in src/ yet (issue 29, 'A dependency provider's consent')" },
-    () => undefined,
-  );
+  test("a rule its dependency provider does not admit decides for nobody, and says so", async () => {
+    await h.admitOnly(PATHS.compute);
+    await h.innocentsAsBefore("admitted");
+    await h.admitOnly(undefined);
+    await h.holderProtected(180_000);
+  });
 }
 
 function forgedStatusTests(e2e: E2E<KcpEnv>, h: Hostile): void {
