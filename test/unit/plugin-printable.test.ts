@@ -2,11 +2,8 @@
 // and bidi character escaped, in every text output; its own line breaks stay, a tenant's do not; JSON stays the same
 // JSON value with nothing raw a terminal acts on.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { toDot, toJson, toMermaid } from "../../src/plugin/graph.ts";
 import { checkReport, notReadyRules } from "../../src/plugin/inspect.ts";
@@ -21,6 +18,7 @@ import { verdictFor, type VerifyObject, type VerifyReport } from "../../src/plug
 import { renderJson, renderText } from "../../src/plugin/verify/render.ts";
 import { whyResult, type WhyTarget } from "../../src/plugin/why.ts";
 import { printable } from "../../src/util/printable.ts";
+import { writeFakeKubeconfig } from "../support/fake-kubeconfig.ts";
 
 /** Clears the screen, hides a link, overwrites with \r and backspace, reverses with RLO, forges a line. */
 const EVIL = "x\x1b[2J\x1b]8;;http://evil.test/\x07click\x1b]8;;\x07\rok\b\u0085\u202eevil\nforged line";
@@ -207,7 +205,7 @@ describe("the plugin's text outputs escape what tenants wrote", () => {
 
 describe("the plugin's notes escape kcp's answers (through run, against a kcp stand-in)", () => {
   let server: http.Server;
-  let dir: string;
+  let removeKubeconfig = (): void => undefined;
   let kubeconfig: string;
 
   before(async () => {
@@ -223,25 +221,15 @@ describe("the plugin's notes escape kcp's answers (through run, against a kcp st
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const port = (server.address() as AddressInfo).port;
-    dir = mkdtempSync(join(tmpdir(), "plugin-printable-"));
-    kubeconfig = join(dir, "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name: "kcp", cluster: { server: `http://127.0.0.1:${port}/clusters/root:consumer1` } }],
-        users: [{ name: "u", user: { token: "t" } }],
-        contexts: [{ name: "c", context: { cluster: "kcp", user: "u" } }],
-        "current-context": "c",
-      }),
-    );
+    const written = writeFakeKubeconfig("plugin-printable-", `http://127.0.0.1:${port}/clusters/root:consumer1`);
+    kubeconfig = written.kubeconfig;
+    removeKubeconfig = written.remove;
   });
 
   after(() => {
     server.closeAllConnections();
     server.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeKubeconfig();
   });
 
   it("check: the note on a workspace list that failed quotes kcp's message escaped", async () => {

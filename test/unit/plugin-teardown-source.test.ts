@@ -3,13 +3,11 @@
 // *.kcp.io types left out), the plan from dry runs, the run deletes with the uid precondition and reads objects
 // again until gone; a blocker in another namespace makes the plan incomplete (exit 1).
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { run } from "../../src/plugin/main.ts";
+import { writeFakeKubeconfig } from "../support/fake-kubeconfig.ts";
 
 const WS = "/clusters/root:consumer1";
 const VPCS = `${WS}/apis/network.test.io/v1/namespaces/team-a/vpcs`;
@@ -24,7 +22,7 @@ interface Obj {
 
 describe("teardown against a kcp stand-in", () => {
   let server: http.Server;
-  let dir: string;
+  let removeKubeconfig = (): void => undefined;
   let kubeconfig: string;
   let objects: Map<string, Obj>;
   const requests: string[] = [];
@@ -94,25 +92,15 @@ describe("teardown against a kcp stand-in", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const port = (server.address() as AddressInfo).port;
-    dir = mkdtempSync(join(tmpdir(), "plugin-teardown-"));
-    kubeconfig = join(dir, "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name: "kcp", cluster: { server: `http://127.0.0.1:${port}${WS}` } }],
-        users: [{ name: "u", user: { token: "t" } }],
-        contexts: [{ name: "c", context: { cluster: "kcp", user: "u" } }],
-        "current-context": "c",
-      }),
-    );
+    const written = writeFakeKubeconfig("plugin-teardown-", `http://127.0.0.1:${port}${WS}`);
+    kubeconfig = written.kubeconfig;
+    removeKubeconfig = written.remove;
   });
 
   after(() => {
     server.closeAllConnections();
     server.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeKubeconfig();
   });
 
   const seed = (extra: Obj[] = []): void => {

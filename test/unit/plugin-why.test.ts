@@ -2,13 +2,11 @@
 // from the ApiError's Status, every blocker past the ten the message names, with its field; an allowed dry run and
 // a refusal that is no Status are answered too.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { run } from "../../src/plugin/main.ts";
+import { writeFakeKubeconfig } from "../support/fake-kubeconfig.ts";
 
 const WEBHOOK = "dependency-controller.dependencies.opendefense.cloud";
 const blockers = Array.from({ length: 12 }, (_, i) => `vm-${String(i + 1).padStart(2, "0")}`);
@@ -36,7 +34,7 @@ function refusal(): unknown {
 
 describe("why against a kcp stand-in", () => {
   let server: http.Server;
-  let dir: string;
+  let removeKubeconfig = (): void => undefined;
   let kubeconfig: string;
   const deletes: string[] = [];
 
@@ -64,25 +62,15 @@ describe("why against a kcp stand-in", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const port = (server.address() as AddressInfo).port;
-    dir = mkdtempSync(join(tmpdir(), "plugin-why-"));
-    kubeconfig = join(dir, "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name: "kcp", cluster: { server: `http://127.0.0.1:${port}/clusters/root:consumer1` } }],
-        users: [{ name: "u", user: { token: "t" } }],
-        contexts: [{ name: "c", context: { cluster: "kcp", user: "u", namespace: "team-a" } }],
-        "current-context": "c",
-      }),
-    );
+    const written = writeFakeKubeconfig("plugin-why-", `http://127.0.0.1:${port}/clusters/root:consumer1`, "team-a");
+    kubeconfig = written.kubeconfig;
+    removeKubeconfig = written.remove;
   });
 
   after(() => {
     server.closeAllConnections();
     server.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeKubeconfig();
   });
 
   const why = async (object: string): Promise<{ code: number; out: string; err: string }> => {
