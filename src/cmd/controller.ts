@@ -3,8 +3,9 @@
 import { DEFAULT_EXPORT_NAME } from "../api/types.ts";
 import { startController, type ControllerConfig } from "../controller/runtime.ts";
 import { createLogger } from "../observability/logger.ts";
-import { parse, readFlags, runCommand, usage, UsageError, type Command, type Flag, type RunOptions } from "./kit.ts";
-import { ALLOW_INSECURE_KCP, parseAllowInsecureKcp } from "./kit-kcp.ts";
+import { parse, readFlags, runCommand, usage, UsageError } from "../cli/kit.ts";
+import type { Command, Flag, RunOptions } from "../cli/kit.ts";
+import { ALLOW_INSECURE_KCP, parseAllowInsecureKcp } from "./kcp-flags.ts";
 
 const FLAGS: Flag[] = [
   { name: "kubeconfig", env: "KUBECONFIG", arg: "PATH", help: "kubeconfig whose server is the dep-ctrl workspace" },

@@ -1,5 +1,5 @@
 // The index budget's flags (budget.ts says what each bounds), kept here so the binary's flag list gains one line.
-import { UsageError, type Flag } from "./kit.ts";
+import { UsageError, type Flag } from "../cli/kit.ts";
 import { DEFAULT_INDEX_BUDGET, type IndexBudget } from "../webhook/deletion/index/budget.ts";
 
 const FLAGS = {

@@ -12,8 +12,9 @@ import {
   parseVirtualWorkspaceOrigins,
   requireHttps,
   VIRTUAL_WORKSPACE_ORIGINS,
-} from "./kit-kcp.ts";
-import { parse, readFlags, runCommand, usage, UsageError, type Command, type Flag, type RunOptions } from "./kit.ts";
+} from "./kcp-flags.ts";
+import { parse, readFlags, runCommand, usage, UsageError } from "../cli/kit.ts";
+import type { Command, Flag, RunOptions } from "../cli/kit.ts";
 
 const FLAGS: Flag[] = [
   {
@@ -245,6 +246,4 @@ export function run(argv: readonly string[], opts: RunOptions = {}): Promise<num
   return runCommand(command, argv, opts);
 }
 
-if (import.meta.main) {
-  process.exit(await run(process.argv.slice(2)));
-}
+if (import.meta.main) process.exit(await run(process.argv.slice(2)));

@@ -1,6 +1,6 @@
 // The plugin's command line: `kubectl dependencies <why|graph|check> ...`, read by the command kit. Pure: argv in, a
 // command or a message that says what is wrong out. kubectl passes everything after the plugin name through unchanged.
-import { readCommandLine, UsageError, type ArgProblem, type Flag, type GivenArgs, type Program } from "../cmd/kit.ts";
+import { readCommandLine, UsageError, type ArgProblem, type Flag, type GivenArgs, type Program } from "../cli/kit.ts";
 import { VERIFY_FLAGS, verifyCommandOf, type VerifyCommand } from "./verify/command.ts";
 
 export type OutputFormat = "mermaid" | "dot" | "json";

@@ -14,7 +14,7 @@ import path from "node:path";
 import { isApiError, type ApiError, type RestClient } from "../../src/kcp/rest.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import { run } from "../../src/cmd/webhook.ts";
-import type { Started } from "../../src/cmd/kit.ts";
+import type { Started } from "../../src/cli/kit.ts";
 
 const env = kcpSuite({ tokens: TOKENS });
 const WEBHOOK = `admission webhook "dependency-controller.dependencies.opendefense.cloud" denied the request`;

@@ -2,7 +2,7 @@
 // flat form the binaries read (with environment fallbacks and their wording of usage errors).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { readCommandLine, readFlags, scanArgs, UsageError, type Flag, type Program } from "../../src/cmd/kit.ts";
+import { readCommandLine, readFlags, scanArgs, UsageError, type Flag, type Program } from "../../src/cli/kit.ts";
 
 const FLAGS: Flag[] = [
   { name: "namespace", short: "n", help: "ns" },

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { parseConfig, run, USAGE } from "../../src/cmd/webhook.ts";
 import { DEFAULT_LIMITS } from "../../src/webhook/http/limits.ts";
-import type { Started } from "../../src/cmd/kit.ts";
+import type { Started } from "../../src/cli/kit.ts";
 
 describe("parseConfig", () => {
   const env = { KUBECONFIG: "/kc" };

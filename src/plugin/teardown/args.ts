@@ -1,6 +1,6 @@
 // `kubectl dependencies teardown`'s command line, read by the command kit with the plugin's other commands beside it
 // (so a flag of another command is named as such). Pure: argv in; undefined when the command line is not teardown's.
-import { parse, readCommandLine, UsageError, type Flag, type Program } from "../../cmd/kit.ts";
+import { parse, readCommandLine, UsageError, type Flag, type Program } from "../../cli/kit.ts";
 import { phrase, PROGRAM, type Connection } from "../args.ts";
 
 export type PlanFormat = "table" | "json";

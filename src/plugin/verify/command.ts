@@ -1,6 +1,6 @@
 // verify's command line as the plugin's args.ts wires it: the flags it takes besides the common ones, and the
 // command read from what the kit found. Kept here so that args.ts only lists it.
-import type { Flag, GivenArgs } from "../../cmd/kit.ts";
+import type { Flag, GivenArgs } from "../../cli/kit.ts";
 
 export type VerifyFormat = "text" | "json";
 export const VERIFY_FORMATS: readonly VerifyFormat[] = ["text", "json"];

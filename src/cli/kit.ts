@@ -1,11 +1,12 @@
 // What both binaries share at their edge: flags with environment fallbacks (a flag wins over its variable), one
 // generated usage text, usage errors as one line, startup errors as one line without a stack trace, and a clean
 // shutdown on SIGTERM/SIGINT (or an AbortSignal in tests). Each binary declares its flags and a start function.
-// The command line itself is read in kit-args.ts, which the kubectl plugin uses too (subcommands, arguments).
+// The command line itself is read in args.ts, which the kubectl plugin uses too (subcommands, arguments). The kit sits
+// below src/cmd/ and src/plugin/, which both use it: it imports neither.
 import type { Logger } from "pino";
 import { InsecureKcpError } from "../kcp/kubeconfig.ts";
 import { parseListenAddress } from "../observability/health.ts";
-import { HELP_FLAG, scanArgs, UsageError, type Flag, type GivenArgs } from "./kit-args.ts";
+import { HELP_FLAG, scanArgs, UsageError, type Flag, type GivenArgs } from "./args.ts";
 
 export {
   HELP_FLAG,
@@ -18,7 +19,7 @@ export {
   type GivenArgs,
   type Program,
   type Subcommand,
-} from "./kit-args.ts";
+} from "./args.ts";
 
 export type FlagValues = Record<string, string | undefined>;
 

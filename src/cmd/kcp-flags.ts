@@ -2,7 +2,7 @@
 // --virtual-workspace-origins (the webhook: the shard origins its dependents index may follow, endpoint-origins.ts).
 import { parseOrigin } from "../kcp/endpoint-origins.ts";
 import { ALLOW_INSECURE_FLAG } from "../kcp/kubeconfig.ts";
-import { parse, UsageError, type Flag, type FlagValues } from "./kit.ts";
+import { parse, UsageError, type Flag, type FlagValues } from "../cli/kit.ts";
 
 const ALLOW_INSECURE = ALLOW_INSECURE_FLAG.slice(2);
 

@@ -1,5 +1,5 @@
 // The command kit's command line: flags (long names, one-letter aliases, switches, repeated values), positional
-// arguments and subcommands, one reading for the two binaries and the kubectl plugin. node:util's parseArgs splits
+// arguments and subcommands, one reading for the two binaries and the kubectl plugin (src/cmd/, src/plugin/). node:util's parseArgs splits
 // argv into tokens in its loose mode; the checks its strict mode would make are made here instead, so that every
 // problem is a UsageError naming the flag as typed, with a `problem` a front end may put in its own words.
 import { parseArgs } from "node:util";
