@@ -5,7 +5,8 @@
 // something raced in. When nothing can move, everything left is dry-run afresh once and planned to say why.
 import type { Clock } from "../../util/clock.ts";
 import { planTeardown, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
-import { askOnce, indexByKind, mapLimit, refusalText, resolveBlockers, type DeleteAnswer } from "./survey.ts";
+import { mapLimit } from "../../util/concurrency.ts";
+import { askOnce, indexByKind, refusalText, resolveBlockers, type DeleteAnswer } from "./survey.ts";
 import type { TeardownApi } from "./survey.ts";
 
 export interface ExecuteOptions {

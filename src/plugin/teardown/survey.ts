@@ -1,6 +1,7 @@
 // Asking kcp what blocks what, with nothing but the user's rights: a server-side dry-run DELETE of every object (a
 // bounded number at a time), the webhook's causes read back into edges to the objects they name. No rule is read.
 import type { Refusal } from "../causes.ts";
+import { mapLimit } from "../../util/concurrency.ts";
 import { planTeardown, push, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
 
 /** What kcp answers a DELETE (or a dry run of one). */
@@ -21,20 +22,6 @@ export interface TeardownApi {
   get(o: PlanObject): Promise<PlanObject | undefined>;
   /** Sets the skip-protection annotation (only on objects the user named). */
   skipProtection(o: PlanObject): Promise<void>;
-}
-
-/** Runs `fn` over `items`, at most `limit` at a time, answers in the items' order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-  return out;
 }
 
 const key = (kind: string, namespace: string | undefined, name: string): string => `${kind}/${namespace ?? ""}/${name}`;

@@ -4,6 +4,7 @@
 import { SKIP_PROTECTION_ANNOTATION } from "../../api/types.ts";
 import { isRecord } from "../../util/json.ts";
 import { realClock, type Clock } from "../../util/clock.ts";
+import { mapLimit } from "../../util/concurrency.ts";
 import { collectionPath, type ApiResource } from "../discovery.ts";
 import type { RuleInWorkspace } from "../graph.ts";
 import { findReferences } from "../references.ts";
@@ -51,14 +52,6 @@ function objectOf(r: ApiResource, item: unknown): VerifyObject | undefined {
   return o;
 }
 
-async function pool<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
-}
-
 /** One pass: list, expect, dry-run (only the objects `only` names, when given), judge. */
 async function pass(
   s: Session,
@@ -76,7 +69,7 @@ async function pass(
     .filter((o) => !only || only.has(objectKey(o.object)));
   const verdicts = new Map<string, Verdict>();
   let referenced = 0;
-  await pool(objects, concurrency, async ({ resource, object }) => {
+  await mapLimit(objects, concurrency, async ({ resource, object }) => {
     const key = objectKey(object);
     const want = expected.get(key) ?? [];
     const path = `${collectionPath(resource, object.namespace)}/${encodeURIComponent(object.name)}`;

@@ -19,6 +19,7 @@ import type { Logger } from "pino";
 import { isApiError, type RestClient } from "../../kcp/rest.ts";
 import type { LookupSource } from "../../api/index-report.ts";
 import type { Clock } from "../../util/clock.ts";
+import { mapLimit } from "../../util/concurrency.ts";
 
 /** How long a type's source, once known (from a probe or a lookup), stands before the next probe of it. */
 export const PROBE_INTERVAL_MS = 5 * 60_000;
@@ -91,8 +92,7 @@ export class LookupProber {
   private async pass(): Promise<void> {
     const now = this.opts.clock.now();
     const due = this.opts.targets().filter((t) => this.due(t.key, now));
-    for (let i = 0; i < due.length; i += PROBE_CONCURRENCY)
-      await Promise.all(due.slice(i, i + PROBE_CONCURRENCY).map((t) => this.probeOne(t)));
+    await mapLimit(due, PROBE_CONCURRENCY, (t) => this.probeOne(t));
   }
 
   private due(key: string, now: number): boolean {
