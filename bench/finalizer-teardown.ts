@@ -6,9 +6,9 @@
 // naming it still existed) come from kcp's watch history.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { openSession } from "../src/plugin/source.ts";
+import { openSession } from "../src/plugin/session.ts";
 import { executeTeardown, type ExecuteReport } from "../src/plugin/teardown/execute.ts";
-import { boundTypes, kcpTeardownApi } from "../src/plugin/teardown/source.ts";
+import { boundTypes, kcpTeardownApi } from "../src/plugin/teardown/kcp-api.ts";
 import { survey } from "../src/plugin/teardown/survey.ts";
 import type { RestClient } from "../src/kcp/rest.ts";
 import { realClock } from "../src/util/clock.ts";

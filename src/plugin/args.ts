@@ -7,13 +7,8 @@ export type OutputFormat = "mermaid" | "dot" | "json";
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ["mermaid", "dot", "json"];
 export type Topic = "why" | "graph" | "check" | "verify";
 
-/** Where to connect and which workspace to act in; each defaults to the kubeconfig's. */
-export interface Connection {
-  kubeconfig?: string;
-  context?: string;
-  /** The workspace the command acts in (`root:consumer1`); default: the kubeconfig server's `/clusters/<x>`. */
-  workspace?: string;
-}
+import type { Connection } from "./session.ts";
+export type { Connection } from "./session.ts";
 
 export interface WhyCommand {
   name: "why";

@@ -1,7 +1,8 @@
-// What a refused dry-run DELETE says, read back into blockers. The webhook lists every blocker (up to its cap) as
-// `status.details.causes` ({reason: "ReferencedBy", message: "<Kind>/<name>" or "<Kind>/<namespace>/<name>", field});
-// kcp passes details through. When they are missing (an older webhook, a proxy that drops them) the human message is
-// parsed instead, which names at most ten; the result says which source it came from and whether it is complete.
+// What a DELETE (or a dry run of one) answered, and a refusal read back into blockers. The webhook lists every
+// blocker (up to its cap) as `status.details.causes` ({reason: "ReferencedBy", message: "<Kind>/<name>" or
+// "<Kind>/<namespace>/<name>", field}); kcp passes details through. When they are missing (an older webhook, a proxy
+// that drops them) the human message is parsed instead, which names at most ten; the result says which source it
+// came from and whether it is complete.
 import { isRecord } from "../util/json.ts";
 
 export const REFERENCED_BY = "ReferencedBy";
@@ -99,4 +100,19 @@ export function parseRefusal(status: unknown): Refusal {
       complete: !fromMessage.atLeast && fromMessage.blockers.length === total,
     };
   return { ...base, blockers: [], source: "none", complete: false };
+}
+
+/**
+ * What kcp answered a DELETE or a dry run of one, the one shape every command reads: allowed; gone (404, or the uid
+ * precondition of a real delete no longer met); or refused, with the HTTP status and the refusal read back.
+ */
+export type DeleteAnswer =
+  { outcome: "allowed" } | { outcome: "gone" } | { outcome: "refused"; status: number; refusal: Refusal };
+
+/** An HTTP status and body (a Status object, or text when the body was none) → the answer. Pure. */
+export function answerOf(status: number, body: unknown): DeleteAnswer {
+  if (status >= 200 && status < 300) return { outcome: "allowed" };
+  if (status === 404) return { outcome: "gone" };
+  const text = typeof body === "string" ? body.trim() : "";
+  return { outcome: "refused", status, refusal: parseRefusal(isRecord(body) ? body : { code: status, message: text }) };
 }

@@ -4,7 +4,8 @@ import type { CheckCommand, GraphCommand } from "./args.ts";
 import { toDot, toJson, toMermaid, typeGraph } from "./graph.ts";
 import { findReferences, objectGraph, type Reference } from "./references.ts";
 import { isRecord } from "../util/json.ts";
-import { listRuleTypes, openSession, readRules, type RuleScan } from "./source.ts";
+import { listRuleTypes, rulesWithNotes, type RuleScan } from "./rules.ts";
+import { withSession } from "./session.ts";
 import { renderTable } from "./table.ts";
 
 export interface CommandResult {
@@ -15,29 +16,16 @@ export interface CommandResult {
   notes: string[];
 }
 
-function noRulesNote(scan: RuleScan): string {
-  return (
-    `no DependencyRules readable in ${scan.searched.length} workspace(s)` +
-    (scan.skipped.length > 0 ? ` (${scan.skipped.length} could not be read)` : "") +
-    `: rules live in provider workspaces; name them with --rule-workspace if you may read them`
-  );
-}
-
 export async function runGraph(cmd: GraphCommand): Promise<CommandResult> {
-  const s = openSession(cmd.connection);
-  try {
-    const scan = await readRules(s, cmd.ruleWorkspaces);
-    const notes = [...scan.skipped];
-    if (scan.rules.length === 0) notes.push(noRulesNote(scan));
+  return withSession(cmd.connection, async (s) => {
+    const { scan, notes } = await rulesWithNotes(s, cmd.ruleWorkspaces);
     const graph = cmd.objects
       ? objectGraph(findReferences(scan.rules, (await listRuleTypes(s, scan.rules)).listings))
       : typeGraph(scan.rules);
     if (graph.cycles.length > 0) notes.push(`${graph.cycles.length} cycle(s) found, marked in the graph`);
     const render = { mermaid: toMermaid, dot: toDot, json: toJson }[cmd.format];
     return { exitCode: 0, text: render(graph), notes };
-  } finally {
-    s.base.close();
-  }
+  });
 }
 
 export interface NotReadyRule {
@@ -98,19 +86,12 @@ export function checkReport(workspace: string, refs: readonly Reference[], notRe
 }
 
 export async function runCheck(cmd: CheckCommand): Promise<CommandResult> {
-  const s = openSession(cmd.connection);
-  try {
-    const scan = await readRules(s, cmd.ruleWorkspaces);
-    const notes = [...scan.skipped];
-    if (scan.rules.length === 0) {
-      notes.push(noRulesNote(scan));
-      return { exitCode: 2, text: "", notes };
-    }
+  return withSession(cmd.connection, async (s) => {
+    const { scan, notes } = await rulesWithNotes(s, cmd.ruleWorkspaces);
+    if (scan.rules.length === 0) return { exitCode: 2, text: "", notes };
     const refs = findReferences(scan.rules, (await listRuleTypes(s, scan.rules)).listings);
     const notReady = notReadyRules(scan.objects);
     const found = refs.some((r) => r.state !== "exists") || notReady.length > 0;
     return { exitCode: found ? 1 : 0, text: checkReport(s.workspace, refs, notReady), notes };
-  } finally {
-    s.base.close();
-  }
+  });
 }

@@ -1,6 +1,6 @@
 // Where the plugin's commands write, and how any failure ends one: one line on stderr, exit code 2.
 import { printable } from "../util/printable.ts";
-import { PluginError } from "./source.ts";
+import { PluginError } from "./session.ts";
 
 export interface Output {
   out(text: string): void;

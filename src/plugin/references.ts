@@ -6,6 +6,7 @@ import { referencedNames } from "../fieldpath/fieldpath.ts";
 import { isRecord } from "../util/json.ts";
 import { matchingDependents, type MatchKey } from "../webhook/deletion/matching.ts";
 import { GraphBuilder, type Graph, type RuleInWorkspace } from "./graph.ts";
+import { objectId, type ObjectRef } from "./objects.ts";
 
 /** One type's objects in the workspace, as listed there. */
 export interface TypeListing {
@@ -17,19 +18,11 @@ export interface TypeListing {
   items?: readonly unknown[];
 }
 
-export interface ObjectKey {
-  group: string;
-  resource: string;
-  kind: string;
-  namespace?: string;
-  name: string;
-}
-
 export type ReferenceState = "exists" | "missing" | "type-not-served";
 
 export interface Reference {
-  from: ObjectKey;
-  to: ObjectKey;
+  from: ObjectRef;
+  to: ObjectRef;
   field: string;
   /** `<workspace>:<rule name>` */
   rule: string;
@@ -93,9 +86,9 @@ function referencesOf(
     // As the webhook decides: an object never blocks its own deletion.
     const match: Match = { name: to.name, fieldPaths: [dep.fieldPath], ...(sameType ? { self: to } : {}) };
     for (const found of dependentsOf(naming, match)) {
-      const from: ObjectKey = { group: d.group, resource: d.resource, kind: d.kind, name: found.name };
+      const from: ObjectRef = { group: d.group, resource: d.resource, kind: d.kind, name: found.name };
       if (found.namespace) from.namespace = found.namespace;
-      const toKey: ObjectKey = { group: dep.target.group, resource: dep.target.resource, kind, ...to };
+      const toKey: ObjectRef = { group: dep.target.group, resource: dep.target.resource, kind, ...to };
       out.push({ from, to: toKey, field: found.field, rule, state });
     }
   }
@@ -117,14 +110,13 @@ export function findReferences(
       out.push(...referencesOf(d, dependents.items, dep, target, `${workspace}:${rule.key.name}`));
     }
   }
-  const k = (o: ObjectKey): string => `${o.kind}/${o.namespace ?? ""}/${o.name}`;
+  const k = (o: ObjectRef): string => `${o.kind}/${o.namespace ?? ""}/${o.name}`;
   return out.sort((a, b) => cmpStr(k(a.from), k(b.from)) || cmpStr(a.field, b.field) || cmpStr(k(a.to), k(b.to)));
 }
 
 const cmpStr = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-export const objectId = (o: ObjectKey): string => `${listingKey(o.group, o.resource)}|${o.namespace ?? ""}|${o.name}`;
-const objectLabel = (o: ObjectKey): string => `${o.kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name}`;
+const objectLabel = (o: ObjectRef): string => `${o.kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name}`;
 
 /** The object graph: one node per object that references or is referenced, missing targets marked. */
 export function objectGraph(refs: readonly Reference[]): Graph {

@@ -3,9 +3,10 @@
 import { SKIP_PROTECTION_ANNOTATION } from "../api/types.ts";
 import type { WhyCommand } from "./args.ts";
 import type { RuleInWorkspace } from "./graph.ts";
-import { parseRefusal, type Blocker, type Refusal } from "./causes.ts";
+import type { Blocker, DeleteAnswer, Refusal } from "./causes.ts";
 import { collectionPath, matchResource, type ApiResource } from "./discovery.ts";
-import { PluginError, discover, dryRunDelete, explain, openSession, readRules } from "./source.ts";
+import { readRules } from "./rules.ts";
+import { PluginError, discover, dryRunDelete, explain, withSession } from "./session.ts";
 import { renderTable } from "./table.ts";
 import { printable } from "../util/printable.ts";
 
@@ -117,17 +118,17 @@ function groupByKindAndNamespace(
 }
 
 /** The dry-run answer → exit code and report. Pure. */
-export function whyResult(t: WhyTarget, status: number, body: unknown, rules?: readonly RuleInWorkspace[]): WhyResult {
+export function whyResult(t: WhyTarget, answer: DeleteAnswer, rules?: readonly RuleInWorkspace[]): WhyResult {
   const subject = subjectOf(t);
-  if (status >= 200 && status < 300)
+  if (answer.outcome === "allowed")
     return {
       exitCode: 0,
       text: `${subject} (${where(t)}): can be deleted now; no dependency rule refuses it (checked with a dry-run DELETE).\n`,
     };
-  const r = parseRefusal(body);
+  if (answer.outcome === "gone") return { exitCode: 2, text: `${subject} not found in ${where(t)}\n` };
+  const { status, refusal: r } = answer;
   if (r.webhook !== undefined) return { exitCode: 1, text: refusalReport(t, r, rules) };
-  const msg = printable(r.message || (typeof body === "string" ? body.trim() : ""));
-  if (status === 404) return { exitCode: 2, text: `${subject} not found in ${where(t)}\n` };
+  const msg = printable(r.message);
   if (status === 403)
     return {
       exitCode: 2,
@@ -141,20 +142,24 @@ export function whyResult(t: WhyTarget, status: number, body: unknown, rules?: r
 }
 
 export async function runWhy(cmd: WhyCommand): Promise<WhyResult> {
-  const s = openSession(cmd.connection);
-  const match = matchResource(cmd.resource, await discover(s, cmd.resource));
-  if (!match.ok) throw new PluginError(`${match.error} (workspace ${s.workspace})`);
-  const resource = match.resource;
-  const namespace = resource.namespaced ? (cmd.namespace ?? s.namespace) : undefined;
-  const t: WhyTarget = { resource, name: cmd.objectName, workspace: s.workspace, ...(namespace ? { namespace } : {}) };
-  const path = `${collectionPath(resource, namespace)}/${encodeURIComponent(cmd.objectName)}`;
-  try {
-    const answer = await dryRunDelete(s, path);
-    const rules = cmd.ruleWorkspaces.length > 0 ? (await readRules(s, cmd.ruleWorkspaces)).rules : undefined;
-    return "allowed" in answer ? whyResult(t, 200, undefined, rules) : whyResult(t, answer.status, answer.body, rules);
-  } catch (err) {
-    throw explain(err, `ask kcp about ${resource.name}/${cmd.objectName} in ${where(t)}`);
-  } finally {
-    s.base.close();
-  }
+  return withSession(cmd.connection, async (s) => {
+    const match = matchResource(cmd.resource, await discover(s, cmd.resource));
+    if (!match.ok) throw new PluginError(`${match.error} (workspace ${s.workspace})`);
+    const resource = match.resource;
+    const namespace = resource.namespaced ? (cmd.namespace ?? s.namespace) : undefined;
+    const t: WhyTarget = {
+      resource,
+      name: cmd.objectName,
+      workspace: s.workspace,
+      ...(namespace ? { namespace } : {}),
+    };
+    const path = `${collectionPath(resource, namespace)}/${encodeURIComponent(cmd.objectName)}`;
+    try {
+      const answer = await dryRunDelete(s, path);
+      const rules = cmd.ruleWorkspaces.length > 0 ? (await readRules(s, cmd.ruleWorkspaces)).rules : undefined;
+      return whyResult(t, answer, rules);
+    } catch (err) {
+      throw explain(err, `ask kcp about ${resource.name}/${cmd.objectName} in ${where(t)}`);
+    }
+  });
 }

@@ -13,7 +13,7 @@ import { matchingDependents } from "../../src/webhook/deletion/matching.ts";
 import type { Target } from "../../src/webhook/deletion/target.ts";
 import { reviewReply } from "../../src/webhook/http/review.ts";
 import { buildRegistry } from "../../src/webhook/rules/registry.ts";
-import { parseRefusal } from "../../src/plugin/causes.ts";
+import { answerOf, parseRefusal } from "../../src/plugin/causes.ts";
 import type { RuleInWorkspace } from "../../src/plugin/graph.ts";
 import { findReferences, type TypeListing } from "../../src/plugin/references.ts";
 import { whyResult } from "../../src/plugin/why.ts";
@@ -135,7 +135,7 @@ describe("the plugin's blockers are the webhook's", () => {
       const status = reviewReply("u", decision).response.status!;
       const answer = { ...status, message: `admission webhook "${WEBHOOK}" denied the request: ${status.message}` };
       const resource = { group: NET, version: "v1", name: "vpcs", kind: "VPC", namespaced: true };
-      const why = whyResult({ resource, name, namespace, workspace: "root:consumer1" }, 409, answer);
+      const why = whyResult({ resource, name, namespace, workspace: "root:consumer1" }, answerOf(409, answer));
       assert.equal(why.exitCode, 1);
       const listed = parseRefusal(answer).blockers.map((b) => `${b.kind}/${b.name}`);
       assert.deepEqual(listed, want);

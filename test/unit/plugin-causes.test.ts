@@ -1,7 +1,7 @@
 // Reading a refused dry-run DELETE: causes first, the message as fallback, counts and completeness.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { blockersFromMessage, parseBlockerId, parseRefusal } from "../../src/plugin/causes.ts";
+import { answerOf, blockersFromMessage, parseBlockerId, parseRefusal } from "../../src/plugin/causes.ts";
 import { denyMessage } from "../../src/webhook/deletion/decision.ts";
 
 const PREFIX = 'admission webhook "dependency-controller.dependencies.opendefense.cloud" denied the request: ';
@@ -94,5 +94,18 @@ describe("parseRefusal", () => {
     const plain = parseRefusal({ code: 404, reason: "NotFound", message: 'vpcs "x" not found' });
     assert.equal(plain.webhook, undefined);
     assert.deepEqual(parseRefusal("not json").blockers, []);
+  });
+});
+
+describe("the one answer every command reads from a DELETE", () => {
+  it("2xx allowed, 404 gone, anything else refused with the refusal read from a Status or from text", () => {
+    assert.deepEqual(answerOf(200, {}), { outcome: "allowed" });
+    assert.deepEqual(answerOf(404, { code: 404, message: "x" }), { outcome: "gone" });
+    const webhook = answerOf(409, { code: 409, reason: "Conflict", message: `${PREFIX}still referenced by VM/a` });
+    assert.ok(webhook.outcome === "refused" && webhook.status === 409);
+    assert.deepEqual(webhook.refusal.blockers, [{ kind: "VM", name: "a" }]);
+    const text = answerOf(502, "  <html>bad gateway</html>\n");
+    assert.ok(text.outcome === "refused" && text.refusal.message === "<html>bad gateway</html>");
+    assert.equal(text.refusal.code, 502);
   });
 });

@@ -17,6 +17,7 @@ import {
 import { checkReport, notReadyRules } from "../../src/plugin/inspect.ts";
 import { findReferences, objectGraph, type TypeListing } from "../../src/plugin/references.ts";
 import { renderTable } from "../../src/plugin/table.ts";
+import { answerOf } from "../../src/plugin/causes.ts";
 import { rulesBehind, whyResult, type WhyTarget } from "../../src/plugin/why.ts";
 
 function rule(
@@ -258,15 +259,15 @@ describe("why report", () => {
     details: { causes: [{ reason: "ReferencedBy", message: "VirtualMachine/vm-1", field: ".spec.vpcRef.name" }] },
   };
   it("exit codes: 0 allowed, 1 refused by a webhook, 2 not found or forbidden", () => {
-    assert.equal(whyResult(target, 200, {}).exitCode, 0);
-    assert.equal(whyResult(target, 409, refused).exitCode, 1);
-    assert.equal(whyResult(target, 404, { code: 404, reason: "NotFound", message: "x" }).exitCode, 2);
-    const forbidden = whyResult(target, 403, { code: 403, reason: "Forbidden", message: "no" });
+    assert.equal(whyResult(target, answerOf(200, {})).exitCode, 0);
+    assert.equal(whyResult(target, answerOf(409, refused)).exitCode, 1);
+    assert.equal(whyResult(target, answerOf(404, { code: 404, reason: "NotFound", message: "x" })).exitCode, 2);
+    const forbidden = whyResult(target, answerOf(403, { code: 403, reason: "Forbidden", message: "no" }));
     assert.equal(forbidden.exitCode, 2);
     assert.match(forbidden.text, /^you may not delete vpcs in root:consumer1, namespace default/);
   });
   it("names the webhook, each blocker with its field, and the next steps", () => {
-    const text = whyResult(target, 409, refused).text;
+    const text = whyResult(target, answerOf(409, refused)).text;
     assert.match(text, /a delete would be REFUSED now/);
     assert.match(text, /refused by: admission webhook "w.example" \(409 Conflict\)/);
     assert.match(text, /VirtualMachine\s+default\s+vm-1\s+\.spec\.vpcRef\.name/);
@@ -285,15 +286,15 @@ describe("why report", () => {
     assert.deepEqual(rulesBehind({ kind: "VirtualMachine", name: "x" }, subnetTarget, [vmRule]), [
       "root:compute:vm-dependencies",
     ]);
-    const text = whyResult(target, 409, refused, [vmRule]).text;
+    const text = whyResult(target, answerOf(409, refused), [vmRule]).text;
     assert.match(text, /KIND\s+NAMESPACE\s+NAME\s+FIELD\s+RULE/);
     assert.match(text, /vm-1\s+\.spec\.vpcRef\.name\s+root:compute:vm-dependencies/);
-    assert.match(whyResult(target, 409, refused, []).text, /vm-1\s+\.spec\.vpcRef\.name\s+\(none readable\)/);
+    assert.match(whyResult(target, answerOf(409, refused), []).text, /vm-1\s+\.spec\.vpcRef\.name\s+\(none readable\)/);
   });
   it("says when it fell back to the message", () => {
     const { details: _d, ...noDetails } = refused;
     assert.match(
-      whyResult(target, 409, noDetails).text,
+      whyResult(target, answerOf(409, noDetails)).text,
       /parsed from the refusal message: the webhook sent no status.details.causes/,
     );
   });

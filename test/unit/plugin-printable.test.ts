@@ -10,7 +10,8 @@ import { checkReport, notReadyRules } from "../../src/plugin/inspect.ts";
 import { run } from "../../src/plugin/main.ts";
 import { failed } from "../../src/plugin/output.ts";
 import { objectGraph, type Reference } from "../../src/plugin/references.ts";
-import { PluginError } from "../../src/plugin/source.ts";
+import { answerOf } from "../../src/plugin/causes.ts";
+import { PluginError } from "../../src/plugin/session.ts";
 import { renderTable } from "../../src/plugin/table.ts";
 import { planTeardown, type PlanObject } from "../../src/plugin/teardown/plan.ts";
 import { planJson, planTable, runReport } from "../../src/plugin/teardown/render.ts";
@@ -58,7 +59,7 @@ describe("the plugin's text outputs escape what tenants wrote", () => {
       reason: `Forbidden${EVIL}`,
       message: `admission webhook "hook${EVIL}" denied the request: ${EVIL}`,
     };
-    const refusal = whyResult(target, 403, other);
+    const refusal = whyResult(target, answerOf(403, other));
     assert.equal(refusal.exitCode, 1);
     assertShownEscaped(refusal.text);
     assert.ok(refusal.text.includes(`admission webhook "hook${SHOWN}"`));
@@ -69,10 +70,10 @@ describe("the plugin's text outputs escape what tenants wrote", () => {
       message: 'admission webhook "w" denied the request: cannot delete vpcs/my-vpc: still referenced by X/y',
       details: { causes: [{ reason: "ReferencedBy", message: `Virtual\x1bMachine/vm\r1`, field: `.spec${EVIL}` }] },
     };
-    const listed = whyResult(target, 409, blockers).text;
+    const listed = whyResult(target, answerOf(409, blockers)).text;
     assertShownEscaped(listed);
     assert.match(listed, /kubectl delete virtual\\x1bmachine vm\\r1 -n default/);
-    const failedAsk = whyResult(target, 500, { code: 500, reason: "InternalError", message: EVIL });
+    const failedAsk = whyResult(target, answerOf(500, { code: 500, reason: "InternalError", message: EVIL }));
     assert.equal(failedAsk.exitCode, 2);
     assertShownEscaped(failedAsk.text);
   });
@@ -137,7 +138,7 @@ describe("the plugin's text outputs escape what tenants wrote", () => {
   };
 
   it("verify: kcp's message for an object it could not verify, in text and JSON", () => {
-    const v = verdictFor(vpc, [], { allowed: false, status: 503, body: { code: 503, message: EVIL } });
+    const v = verdictFor(vpc, [], answerOf(503, { code: 503, message: EVIL }));
     assert.ok(!v.ok && "unverified" in v);
     const report: VerifyReport = {
       workspace: "root:consumer1",

@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import { HELP } from "../../src/plugin/help.ts";
 import { run } from "../../src/plugin/main.ts";
 import { parseTeardownArgs, TEARDOWN_FLAGS } from "../../src/plugin/teardown/args.ts";
-import { namedIds } from "../../src/plugin/teardown/source.ts";
+import { namedIds } from "../../src/plugin/teardown/kcp-api.ts";
 
 describe("teardown arguments", () => {
   it("-n with --plan -o json", () => {

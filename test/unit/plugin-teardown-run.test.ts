@@ -4,11 +4,12 @@
 // zero refused deletes, finalizer waits, cycles, timeouts with the holds, other refusals; and the plan's JSON.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Refusal } from "../../src/plugin/causes.ts";
+import type { DeleteAnswer, Refusal } from "../../src/plugin/causes.ts";
 import { executeTeardown } from "../../src/plugin/teardown/execute.ts";
-import { objectId, type PlanObject } from "../../src/plugin/teardown/plan.ts";
+import { objectId } from "../../src/plugin/objects.ts";
+import type { PlanObject } from "../../src/plugin/teardown/plan.ts";
 import { planJson } from "../../src/plugin/teardown/render.ts";
-import { survey, type DeleteAnswer, type TeardownApi } from "../../src/plugin/teardown/survey.ts";
+import { survey, type TeardownApi } from "../../src/plugin/teardown/survey.ts";
 import type { Clock } from "../../src/util/clock.ts";
 
 /** Time moves only when someone sleeps: the loop runs without waiting. */
@@ -44,7 +45,7 @@ class FakeWorkspace implements TeardownApi {
 
   add(resource: string, name: string, refs: string[] = [], finalizers: string[] = []): void {
     const o: PlanObject = {
-      id: objectId("g", resource, "default", name),
+      id: objectId({ group: "g", resource, namespace: "default", name }),
       group: "g",
       version: "v1",
       resource,
@@ -55,7 +56,12 @@ class FakeWorkspace implements TeardownApi {
       deleting: false,
       skipProtection: false,
     };
-    this.objs.set(o.id, { o, refs: refs.map((r) => objectId("g", r.split("/")[0]!, "default", r.split("/")[1]!)) });
+    this.objs.set(o.id, {
+      o,
+      refs: refs.map((r) =>
+        objectId({ group: "g", resource: r.split("/")[0]!, namespace: "default", name: r.split("/")[1]! }),
+      ),
+    });
   }
 
   private tick(): void {

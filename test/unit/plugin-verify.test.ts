@@ -4,13 +4,14 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { WEBHOOK_NAME } from "../../src/api/types.ts";
 import { parseArgs } from "../../src/plugin/args.ts";
+import { answerOf } from "../../src/plugin/causes.ts";
+import { objectId } from "../../src/plugin/objects.ts";
 import type { Reference } from "../../src/plugin/references.ts";
 import {
   blockerKey,
   confirmed,
   exitCodeOf,
   expectedByObject,
-  objectKey,
   verdictFor,
   type ExpectedBlocker,
   type Verdict,
@@ -41,28 +42,24 @@ const vmBlocker = (name: string, namespace = "default"): ExpectedBlocker => ({
 function refused(target: string, ids: string[], opts: { total?: number; webhook?: string } = {}) {
   const more = (opts.total ?? ids.length) - Math.min(ids.length, 10);
   const listed = ids.slice(0, 10).join(", ") + (more > 0 ? ` and ${more} more` : "");
-  return {
-    allowed: false as const,
-    status: 409,
-    body: {
-      kind: "Status",
-      code: 409,
-      reason: "Conflict",
-      message: `admission webhook "${opts.webhook ?? WEBHOOK_NAME}" denied the request: cannot delete ${target}: still referenced by ${listed}`,
-      details: { causes: ids.map((id) => ({ reason: "ReferencedBy", message: id, field: ".spec.vpcRef.name" })) },
-    },
-  };
+  return answerOf(409, {
+    kind: "Status",
+    code: 409,
+    reason: "Conflict",
+    message: `admission webhook "${opts.webhook ?? WEBHOOK_NAME}" denied the request: cannot delete ${target}: still referenced by ${listed}`,
+    details: { causes: ids.map((id) => ({ reason: "ReferencedBy", message: id, field: ".spec.vpcRef.name" })) },
+  });
 }
 
 describe("verify: one object's expected blockers against the dry run", () => {
   it("allowed and not referenced, or refused naming exactly the expected blockers: ok", () => {
-    assert.deepEqual(verdictFor(vpc("free"), [], { allowed: true }), { ok: true });
+    assert.deepEqual(verdictFor(vpc("free"), [], { outcome: "allowed" }), { ok: true });
     const answer = refused("vpcs/v", ["VirtualMachine/vm-1", "VirtualMachine/vm-2"]);
     assert.deepEqual(verdictFor(vpc("v"), [vmBlocker("vm-2"), vmBlocker("vm-1")], answer), { ok: true });
   });
 
   it("allowed while the rules say it is referenced: unprotected, every expected blocker missing", () => {
-    const v = verdictFor(vpc("v"), [vmBlocker("vm-1")], { allowed: true });
+    const v = verdictFor(vpc("v"), [vmBlocker("vm-1")], { outcome: "allowed" });
     assert.ok(!v.ok && "mismatch" in v);
     assert.equal(v.mismatch.kind, "unprotected");
     assert.deepEqual(v.mismatch.missing, [vmBlocker("vm-1")]);
@@ -105,21 +102,17 @@ describe("verify: one object's expected blockers against the dry run", () => {
 
   it("skip-protection: allowed is right even when referenced; a refusal is stale", () => {
     const skip = vpc("v", { skipProtection: true });
-    assert.deepEqual(verdictFor(skip, [vmBlocker("vm-1")], { allowed: true }), { ok: true });
+    assert.deepEqual(verdictFor(skip, [vmBlocker("vm-1")], { outcome: "allowed" }), { ok: true });
     const v = verdictFor(skip, [vmBlocker("vm-1")], refused("vpcs/v", ["VirtualMachine/vm-1"]));
     assert.ok(!v.ok && "mismatch" in v && v.mismatch.kind === "stale-blockers");
   });
 
   it("503, RBAC or another webhook: unverified, with kcp's message", () => {
-    const busy = {
-      allowed: false as const,
-      status: 503,
-      body: {
-        code: 503,
-        reason: "ServiceUnavailable",
-        message: `admission webhook "${WEBHOOK_NAME}" denied the request: cannot check vpcs/v yet`,
-      },
-    };
+    const busy = answerOf(503, {
+      code: 503,
+      reason: "ServiceUnavailable",
+      message: `admission webhook "${WEBHOOK_NAME}" denied the request: cannot check vpcs/v yet`,
+    });
     const v = verdictFor(vpc("v"), [vmBlocker("vm-1")], busy);
     assert.ok(!v.ok && "unverified" in v);
     assert.equal(v.unverified.status, 503);
@@ -130,7 +123,7 @@ describe("verify: one object's expected blockers against the dry run", () => {
       refused("vpcs/v", ["VirtualMachine/vm-1"], { webhook: "other.example" }),
     );
     assert.ok(!other.ok && "unverified" in other);
-    const text = verdictFor(vpc("v"), [], { allowed: false, status: 502, body: "<html>bad gateway</html>" });
+    const text = verdictFor(vpc("v"), [], answerOf(502, "<html>bad gateway</html>"));
     assert.ok(!text.ok && "unverified" in text && text.unverified.message === "<html>bad gateway</html>");
   });
 
@@ -166,18 +159,18 @@ describe("verify: expectations, the second look, the exit code and the JSON", ()
 
   it("only references to objects that exist expect a blocker", () => {
     const m = expectedByObject([ref("a", "vm-1"), ref("a", "vm-2"), ref("missing", "vm-3", "missing")]);
-    assert.deepEqual([...m.keys()], [objectKey(vpc("a"))]);
-    assert.deepEqual(m.get(objectKey(vpc("a"))), [vmBlocker("vm-1"), vmBlocker("vm-2")]);
+    assert.deepEqual([...m.keys()], [objectId(vpc("a"))]);
+    assert.deepEqual(m.get(objectId(vpc("a"))), [vmBlocker("vm-1"), vmBlocker("vm-2")]);
   });
 
   it("keeps only the findings the second pass confirms", () => {
     const first: Verdict[] = [
-      verdictFor(vpc("race"), [vmBlocker("vm-1")], { allowed: true }),
-      verdictFor(vpc("broken"), [vmBlocker("vm-2")], { allowed: true }),
+      verdictFor(vpc("race"), [vmBlocker("vm-1")], { outcome: "allowed" }),
+      verdictFor(vpc("broken"), [vmBlocker("vm-2")], { outcome: "allowed" }),
     ];
     const second = new Map<string, Verdict>([
-      [objectKey(vpc("race")), { ok: true }],
-      [objectKey(vpc("broken")), verdictFor(vpc("broken"), [vmBlocker("vm-2")], { allowed: true })],
+      [objectId(vpc("race")), { ok: true }],
+      [objectId(vpc("broken")), verdictFor(vpc("broken"), [vmBlocker("vm-2")], { outcome: "allowed" })],
     ]);
     const kept = confirmed(first, second);
     assert.deepEqual(
@@ -187,8 +180,8 @@ describe("verify: expectations, the second look, the exit code and the JSON", ()
   });
 
   it("exit 1 on a mismatch, else 2 when something could not be verified, else 0; JSON says passed", () => {
-    const mismatch = verdictFor(vpc("v"), [vmBlocker("vm-1")], { allowed: true });
-    const unverified = verdictFor(vpc("w"), [], { allowed: false, status: 503, body: "busy" });
+    const mismatch = verdictFor(vpc("v"), [vmBlocker("vm-1")], { outcome: "allowed" });
+    const unverified = verdictFor(vpc("w"), [], answerOf(503, "busy"));
     assert.equal(exitCodeOf(report([mismatch, unverified])), 1);
     assert.equal(exitCodeOf(report([unverified])), 2);
     assert.equal(exitCodeOf(report([])), 0);

@@ -1,11 +1,11 @@
 // `kubectl dependencies teardown`: open the user's session, find the bound types, then either print the plan
 // (--plan) or run it. Exit code 0: planned / done; 1: the plan cannot be completed, or the run could not finish.
 import { realClock, type Clock } from "../../util/clock.ts";
-import { openSession } from "../source.ts";
+import { withSession } from "../session.ts";
 import type { TeardownCommand } from "./args.ts";
 import { executeTeardown } from "./execute.ts";
 import { planJson, planTable, runReport, type PlanContext } from "./render.ts";
-import { boundTypes, kcpTeardownApi, namedIds, type Scope } from "./source.ts";
+import { boundTypes, kcpTeardownApi, namedIds, type Scope } from "./kcp-api.ts";
 import { survey } from "./survey.ts";
 
 export interface TeardownResult {
@@ -18,8 +18,7 @@ export async function runTeardown(
   progress: (line: string) => void,
   clock: Clock = realClock,
 ): Promise<TeardownResult> {
-  const s = openSession(cmd.connection);
-  try {
+  return withSession(cmd.connection, async (s) => {
     const scope: Scope = cmd.namespace !== undefined ? { namespace: cmd.namespace } : { workspace: true };
     const ctx: PlanContext = {
       workspace: s.workspace,
@@ -39,7 +38,5 @@ export async function runTeardown(
       progress,
     });
     return { exitCode: report.ok ? 0 : 1, text: runReport(report, ctx) };
-  } finally {
-    s.base.close();
-  }
+  });
 }

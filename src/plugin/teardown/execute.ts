@@ -6,7 +6,8 @@
 import type { Clock } from "../../util/clock.ts";
 import { planTeardown, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
 import { mapLimit } from "../../util/concurrency.ts";
-import { askOnce, indexByKind, refusalText, resolveBlockers, type DeleteAnswer } from "./survey.ts";
+import type { DeleteAnswer } from "../causes.ts";
+import { askOnce, indexByKind, refusalText, resolveBlockers } from "./survey.ts";
 import type { TeardownApi } from "./survey.ts";
 
 export interface ExecuteOptions {

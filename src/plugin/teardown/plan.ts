@@ -3,6 +3,7 @@
 // wave the objects whose blockers all sit in earlier waves. What can never be reached (a cycle, something behind
 // it, a blocker outside the teardown, a delete refused for another reason) is named with the reason.
 import { stronglyConnected } from "../../util/graph.ts";
+import type { ObjectRef } from "../objects.ts";
 
 /** Appends to the list under `k` (no copying: a hub with thousands of edges stays linear). */
 export function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
@@ -11,15 +12,10 @@ export function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
   else m.set(k, [v]);
 }
 
-export interface PlanObject {
-  /** `<group>/<resource>/<namespace>/<name>`; the namespace is empty for cluster-scoped objects. */
+export interface PlanObject extends ObjectRef {
+  /** objectId: `<group>/<resource>/<namespace>/<name>`; the namespace is empty for cluster-scoped objects. */
   id: string;
-  group: string;
   version: string;
-  resource: string;
-  kind: string;
-  namespace?: string;
-  name: string;
   uid?: string;
   /** metadata.finalizers: what holds the object once its delete is accepted. */
   finalizers: string[];
@@ -67,9 +63,6 @@ export interface Plan {
   /** Objects with finalizers: their delete is accepted, but they go only when the finalizers clear. */
   finalizerHolds: { id: string; finalizers: string[] }[];
 }
-
-export const objectId = (group: string, resource: string, namespace: string | undefined, name: string): string =>
-  `${group}/${resource}/${namespace ?? ""}/${name}`;
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 

@@ -1,15 +1,8 @@
 // Asking kcp what blocks what, with nothing but the user's rights: a server-side dry-run DELETE of every object (a
 // bounded number at a time), the webhook's causes read back into edges to the objects they name. No rule is read.
-import type { Refusal } from "../causes.ts";
+import type { DeleteAnswer, Refusal } from "../causes.ts";
 import { mapLimit } from "../../util/concurrency.ts";
 import { planTeardown, push, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
-
-/** What kcp answers a DELETE (or a dry run of one). */
-export type DeleteAnswer =
-  | { outcome: "allowed" }
-  /** Already gone (404) or replaced by a new object of that name (409 on the uid precondition). */
-  | { outcome: "gone" }
-  | { outcome: "refused"; status: number; refusal: Refusal };
 
 /** The I/O teardown needs; source.ts implements it against kcp, tests with a map. */
 export interface TeardownApi {

@@ -2,16 +2,12 @@
 // DELETE answered. Every object the rules see referenced must be refused naming exactly those dependents; every
 // refusal must be explained by a rule. No I/O here: the listings and the answers are gathered by run.ts.
 import { WEBHOOK_NAME } from "../../api/types.ts";
-import { parseRefusal, type Blocker } from "../causes.ts";
+import type { Blocker, DeleteAnswer } from "../causes.ts";
+import { objectId, type ObjectRef } from "../objects.ts";
 import type { Reference } from "../references.ts";
 
 /** One object of a dependency type, as listed in the workspace. */
-export interface VerifyObject {
-  group: string;
-  resource: string;
-  kind: string;
-  namespace?: string;
-  name: string;
+export interface VerifyObject extends ObjectRef {
   /** Break glass is set: the webhook allows its delete whatever references it. */
   skipProtection: boolean;
 }
@@ -24,9 +20,6 @@ export interface ExpectedBlocker {
   field: string;
   rule: string;
 }
-
-/** What a server-side dry-run DELETE answered: allowed, or the HTTP status and the Status object (or text). */
-export type DryRunAnswer = { allowed: true } | { allowed: false; status: number; body: unknown };
 
 export type MismatchKind = "unprotected" | "missing-blockers" | "stale-blockers" | "blockers-differ";
 
@@ -60,12 +53,12 @@ export function blockerKey(b: { kind: string; namespace?: string; name: string }
     : `${b.kind}/${b.name}`;
 }
 
-/** The references to each object, by objectKey; only references to objects that exist block anything. */
+/** The references to each object, by objectId; only references to objects that exist block anything. */
 export function expectedByObject(refs: readonly Reference[]): Map<string, ExpectedBlocker[]> {
   const out = new Map<string, ExpectedBlocker[]>();
   for (const r of refs) {
     if (r.state !== "exists") continue;
-    const key = objectKey(r.to);
+    const key = objectId(r.to);
     const list = out.get(key) ?? [];
     const b: ExpectedBlocker = { kind: r.from.kind, name: r.from.name, field: r.field, rule: r.rule };
     if (r.from.namespace !== undefined) b.namespace = r.from.namespace;
@@ -75,23 +68,22 @@ export function expectedByObject(refs: readonly Reference[]): Map<string, Expect
   return out;
 }
 
-export const objectKey = (o: { group: string; resource: string; namespace?: string; name: string }): string =>
-  `${o.resource}.${o.group}|${o.namespace ?? ""}|${o.name}`;
-
 /** One object's expected blockers against its dry run's answer. Pure. */
 export function verdictFor(
   object: VerifyObject,
   expectedAll: readonly ExpectedBlocker[],
-  answer: DryRunAnswer,
+  answer: DeleteAnswer,
 ): Verdict {
+  // Gone since the listing: nothing to verify (run.ts does not count it).
+  if (answer.outcome === "gone") return { ok: true };
   // Break glass: the webhook allows the delete whatever references it, so nothing is expected to block.
   const expected = object.skipProtection ? [] : [...expectedAll];
-  if (answer.allowed) {
+  if (answer.outcome === "allowed") {
     if (expected.length === 0) return { ok: true };
     return mismatch("unprotected", object, expected, expected, [], { status: 200 });
   }
-  const refusal = parseRefusal(answer.body);
-  const message = refusal.message || (typeof answer.body === "string" ? answer.body.trim() : "");
+  const { refusal } = answer;
+  const message = refusal.message;
   if (refusal.blockers.length === 0 || refusal.webhook !== WEBHOOK_NAME)
     return { ok: false, unverified: { object, status: answer.status, message } };
   const named = new Set(refusal.blockers.map((b) => blockerKey(b, object)));
@@ -147,7 +139,7 @@ export function confirmed(first: readonly Verdict[], second: ReadonlyMap<string,
   for (const v of first) {
     if (v.ok) continue;
     const obj = "mismatch" in v ? v.mismatch.object : v.unverified.object;
-    const again = second.get(objectKey(obj));
+    const again = second.get(objectId(obj));
     if (again && !again.ok) out.push(again);
   }
   return out;

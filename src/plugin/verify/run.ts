@@ -2,18 +2,18 @@
 // dry-run DELETE every object of a dependency type, and compare (compare.ts). What a first pass finds is checked
 // again after a short pause, and only what persists is reported: tenants keep working while a periodic job runs.
 import { SKIP_PROTECTION_ANNOTATION } from "../../api/types.ts";
-import { isRecord } from "../../util/json.ts";
 import { realClock, type Clock } from "../../util/clock.ts";
 import { mapLimit } from "../../util/concurrency.ts";
 import { collectionPath, type ApiResource } from "../discovery.ts";
 import type { RuleInWorkspace } from "../graph.ts";
+import { annotated, objectId, objectOf } from "../objects.ts";
 import { findReferences } from "../references.ts";
-import { dryRunDelete, explain, listRuleTypes, openSession, readRules, type Session } from "../source.ts";
+import { listRuleTypes, rulesWithNotes } from "../rules.ts";
+import { dryRunDelete, explain, withSession, type Session } from "../session.ts";
 import {
   confirmed,
   exitCodeOf,
   expectedByObject,
-  objectKey,
   verdictFor,
   type Finding,
   type Verdict,
@@ -37,19 +37,9 @@ export interface VerifyDeps {
   concurrency?: number;
 }
 
-function objectOf(r: ApiResource, item: unknown): VerifyObject | undefined {
-  const meta = isRecord(item) && isRecord(item["metadata"]) ? item["metadata"] : {};
-  const ann = isRecord(meta["annotations"]) ? meta["annotations"] : {};
-  if (typeof meta["name"] !== "string" || meta["name"] === "") return undefined;
-  const o: VerifyObject = {
-    group: r.group,
-    resource: r.name,
-    kind: r.kind,
-    name: meta["name"],
-    skipProtection: ann[SKIP_PROTECTION_ANNOTATION] === "true",
-  };
-  if (typeof meta["namespace"] === "string" && meta["namespace"] !== "") o.namespace = meta["namespace"];
-  return o;
+function verifyObjectOf(r: ApiResource, item: unknown): VerifyObject | undefined {
+  const found = objectOf(r, item);
+  return found && { ...found.ref, skipProtection: annotated(found.meta, SKIP_PROTECTION_ANNOTATION) };
 }
 
 /** One pass: list, expect, dry-run (only the objects `only` names, when given), judge. */
@@ -64,23 +54,20 @@ async function pass(
   const deny = rules.filter((r) => r.rule.enforcement === "Deny");
   const expected = expectedByObject(findReferences(deny, listed.listings));
   const objects = listed.targets
-    .flatMap((t) => t.items.map((i) => ({ resource: t.resource, object: objectOf(t.resource, i) })))
+    .flatMap((t) => t.items.map((i) => ({ resource: t.resource, object: verifyObjectOf(t.resource, i) })))
     .filter((o): o is { resource: ApiResource; object: VerifyObject } => o.object !== undefined)
-    .filter((o) => !only || only.has(objectKey(o.object)));
+    .filter((o) => !only || only.has(objectId(o.object)));
   const verdicts = new Map<string, Verdict>();
   let referenced = 0;
   await mapLimit(objects, concurrency, async ({ resource, object }) => {
-    const key = objectKey(object);
+    const key = objectId(object);
     const want = expected.get(key) ?? [];
     const path = `${collectionPath(resource, object.namespace)}/${encodeURIComponent(object.name)}`;
     const answer = await dryRunDelete(s, path);
     // Gone since the listing: nothing to verify.
-    if (!("allowed" in answer) && answer.status === 404) return;
+    if (answer.outcome === "gone") return;
     if (want.length > 0 && !object.skipProtection) referenced++;
-    verdicts.set(
-      key,
-      verdictFor(object, want, "allowed" in answer ? { allowed: true } : { allowed: false, ...answer }),
-    );
+    verdicts.set(key, verdictFor(object, want, answer));
   });
   return { verdicts, checked: verdicts.size, referenced };
 }
@@ -88,16 +75,9 @@ async function pass(
 export async function runVerify(cmd: VerifyCommand, deps: VerifyDeps = {}): Promise<VerifyResult> {
   const clock = deps.clock ?? realClock;
   const concurrency = deps.concurrency ?? 8;
-  const s = openSession(cmd.connection);
-  try {
-    const scan = await readRules(s, cmd.ruleWorkspaces);
-    const notes = [...scan.skipped];
-    if (scan.rules.length === 0) {
-      notes.push(
-        `no DependencyRules readable in ${scan.searched.length} workspace(s): name them with --rule-workspace`,
-      );
-      return { exitCode: 2, text: "", notes };
-    }
+  return withSession(cmd.connection, async (s) => {
+    const { scan, notes } = await rulesWithNotes(s, cmd.ruleWorkspaces);
+    if (scan.rules.length === 0) return { exitCode: 2, text: "", notes };
     const check = (only?: ReadonlySet<string>) =>
       pass(s, scan.rules, concurrency, only).catch((err: unknown) => {
         throw explain(err, `verify ${s.workspace}`);
@@ -110,7 +90,7 @@ export async function runVerify(cmd: VerifyCommand, deps: VerifyDeps = {}): Prom
       .filter((v): v is Finding => !v.ok);
     if (found.length > 0) {
       await clock.sleep(deps.recheckAfterMs ?? 2_000);
-      const keys = new Set(found.map((v) => objectKey("mismatch" in v ? v.mismatch.object : v.unverified.object)));
+      const keys = new Set(found.map((v) => objectId("mismatch" in v ? v.mismatch.object : v.unverified.object)));
       found = confirmed(found, (await check(keys)).verdicts);
     }
     const report: VerifyReport = {
@@ -126,7 +106,5 @@ export async function runVerify(cmd: VerifyCommand, deps: VerifyDeps = {}): Prom
       text: cmd.format === "json" ? renderJson(report) : renderText(report),
       notes,
     };
-  } finally {
-    s.base.close();
-  }
+  });
 }

@@ -4,11 +4,11 @@
 import { SKIP_PROTECTION_ANNOTATION } from "../../api/types.ts";
 import { isApiError } from "../../kcp/rest.ts";
 import { isRecord } from "../../util/json.ts";
-import { parseRefusal } from "../causes.ts";
 import { collectionPath, type ApiResource } from "../discovery.ts";
-import { discover, explain, PluginError, type Session } from "../source.ts";
-import { objectId, type PlanObject } from "./plan.ts";
-import type { DeleteAnswer, TeardownApi } from "./survey.ts";
+import { annotated, objectId, objectOf } from "../objects.ts";
+import { deleteAnswer, discover, explain, PluginError, type Session } from "../session.ts";
+import type { PlanObject } from "./plan.ts";
+import type { TeardownApi } from "./survey.ts";
 
 const APIBINDINGS = "/apis/apis.kcp.io/v1alpha1/apibindings";
 
@@ -38,43 +38,23 @@ export async function boundTypes(s: Session): Promise<ApiResource[]> {
 
 /** A listed object as the planner sees it; undefined for something that is no object. */
 export function toPlanObject(r: ApiResource, item: unknown, named: ReadonlySet<string>): PlanObject | undefined {
-  const meta = isRecord(item) && isRecord(item["metadata"]) ? item["metadata"] : undefined;
-  if (!meta || typeof meta["name"] !== "string") return undefined;
-  const namespace = r.namespaced && typeof meta["namespace"] === "string" ? meta["namespace"] : undefined;
-  const id = objectId(r.group, r.name, namespace, meta["name"]);
-  const annotations = isRecord(meta["annotations"]) ? meta["annotations"] : {};
-  const finalizers = Array.isArray(meta["finalizers"]) ? meta["finalizers"].map(String) : [];
+  const found = objectOf(r, item);
+  if (!found) return undefined;
+  const { ref, meta } = found;
+  const id = objectId(ref);
   return {
+    ...ref,
     id,
-    group: r.group,
     version: r.version,
-    resource: r.name,
-    kind: r.kind,
-    ...(namespace !== undefined ? { namespace } : {}),
-    name: meta["name"],
     ...(typeof meta["uid"] === "string" ? { uid: meta["uid"] } : {}),
-    finalizers,
+    finalizers: Array.isArray(meta["finalizers"]) ? meta["finalizers"].map(String) : [],
     deleting: typeof meta["deletionTimestamp"] === "string",
-    skipProtection: annotations[SKIP_PROTECTION_ANNOTATION] === "true" || named.has(id),
+    skipProtection: annotated(meta, SKIP_PROTECTION_ANNOTATION) || named.has(id),
   };
 }
 
 const objectPath = (o: PlanObject): string =>
   `${collectionPath({ group: o.group, version: o.version, name: o.resource }, o.namespace)}/${encodeURIComponent(o.name)}`;
-
-/** A DELETE's answer: allowed, gone, or refused with the Status read back into blockers. */
-async function deleteAnswer(send: () => Promise<unknown>): Promise<DeleteAnswer> {
-  try {
-    await send();
-    return { outcome: "allowed" };
-  } catch (err) {
-    if (!isApiError(err)) throw err;
-    // 409 with no webhook in it is the uid precondition: the object we planned for is gone.
-    const refusal = parseRefusal(err.apiStatus ?? { code: err.status, message: err.statusMessage });
-    if (err.status === 404 || (err.status === 409 && refusal.webhook === undefined)) return { outcome: "gone" };
-    return { outcome: "refused", status: err.status, refusal };
-  }
-}
 
 /**
  * The kcp adapter. `named` are the ids the user allowed skip-protection for; `types` the bound types, found once
@@ -101,17 +81,19 @@ export function kcpTeardownApi(s: Session, scope: Scope, types: readonly ApiReso
       }
       return out;
     },
-    dryRun: (o) => deleteAnswer(() => s.ws.request("DELETE", objectPath(o), { query: { dryRun: "All" } })),
+    dryRun: (o) => deleteAnswer(() => s.ws.request("DELETE", objectPath(o), { query: { dryRun: "All" } }), true),
     delete: (o) =>
-      deleteAnswer(() =>
-        s.ws.request("DELETE", objectPath(o), {
-          body: {
-            apiVersion: "v1",
-            kind: "DeleteOptions",
-            propagationPolicy: "Background",
-            ...(o.uid ? { preconditions: { uid: o.uid } } : {}),
-          },
-        }),
+      deleteAnswer(
+        () =>
+          s.ws.request("DELETE", objectPath(o), {
+            body: {
+              apiVersion: "v1",
+              kind: "DeleteOptions",
+              propagationPolicy: "Background",
+              ...(o.uid ? { preconditions: { uid: o.uid } } : {}),
+            },
+          }),
+        true,
       ),
     async get(o) {
       const r = { group: o.group, version: o.version, name: o.resource, kind: o.kind, namespaced: !!o.namespace };
@@ -155,7 +137,7 @@ export function namedIds(specs: readonly string[], types: readonly ApiResource[]
     if (found.length !== 1)
       throw new PluginError(`--skip-protection ${spec}: ${found.length === 0 ? "no such bound type" : "ambiguous"}`);
     const t = found[0]!;
-    ids.add(objectId(t.group, t.name, t.namespaced ? ns : undefined, name));
+    ids.add(objectId({ group: t.group, resource: t.name, ...(t.namespaced && ns ? { namespace: ns } : {}), name }));
   }
   return ids;
 }
