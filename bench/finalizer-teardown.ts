@@ -7,9 +7,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { openSession } from "../src/plugin/session.ts";
-import { executeTeardown, type ExecuteReport } from "../src/plugin/teardown/execute.ts";
-import { boundTypes, kcpTeardownApi } from "../src/plugin/teardown/kcp-api.ts";
-import { survey } from "../src/plugin/teardown/survey.ts";
+import { executeTeardown, type ExecuteReport } from "../src/plugin/commands/teardown/execute.ts";
+import { boundTypes, kcpTeardownApi } from "../src/plugin/commands/teardown/kcp-api.ts";
+import { survey } from "../src/plugin/commands/teardown/survey.ts";
 import type { RestClient } from "../src/kcp/rest.ts";
 import { realClock } from "../src/util/clock.ts";
 import { apply, createWorkspace, deleteWorkspace, waitForBinding } from "../tools/kcp/api.ts";

@@ -13,6 +13,8 @@ export interface Flag {
   /** Environment variable read when the flag is not given (flat commands only). */
   env?: string;
   default?: string;
+  /** The default in words, when it is found at run time (the kubeconfig's namespace); help shows it as a default. */
+  defaultText?: string;
   /** One line for --help; `VALUE` words in `arg` name the value. */
   help: string;
   arg?: string;

@@ -23,11 +23,17 @@ export {
 
 export type FlagValues = Record<string, string | undefined>;
 
+/** A flag as --help lists it: how it is typed (`-n, --namespace <ns>`) and what it does, its default and variable. */
+export function flagHelp(f: Flag): { left: string; right: string } {
+  const left = `${f.short ? `-${f.short}, ` : ""}--${f.name}${f.arg ? ` ${f.arg}` : ""}`;
+  const def = f.default ?? f.defaultText;
+  return { left, right: `${f.help}${def !== undefined ? ` (default ${def})` : ""}${f.env ? ` [${f.env}]` : ""}` };
+}
+
 export function usage(command: string, summary: string, flags: readonly Flag[]): string {
   const rows = flags.map((f) => {
-    const left = `  --${f.name}${f.arg ? ` ${f.arg}` : ""}`;
-    const right = `${f.help}${f.default !== undefined ? ` (default ${f.default})` : ""}${f.env ? ` [${f.env}]` : ""}`;
-    return `${left.padEnd(38)} ${right}`;
+    const { left, right } = flagHelp(f);
+    return `${`  ${left}`.padEnd(38)} ${right}`;
   });
   return `Usage: ${command} [flags]\n\n${summary}\n\nFlags (environment variable in brackets):\n${rows.join("\n")}\n  -h, --help                           show this help\n`;
 }

@@ -16,7 +16,7 @@ import { buildRegistry } from "../../src/webhook/rules/registry.ts";
 import { answerOf, parseRefusal } from "../../src/plugin/causes.ts";
 import type { RuleInWorkspace } from "../../src/plugin/graph.ts";
 import { findReferences, type TypeListing } from "../../src/plugin/references.ts";
-import { whyResult } from "../../src/plugin/why.ts";
+import { whyResult } from "../../src/plugin/commands/why/report.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
 
 const NET = "network.test.io";

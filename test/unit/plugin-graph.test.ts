@@ -14,11 +14,11 @@ import {
   type GraphNode,
   type RuleInWorkspace,
 } from "../../src/plugin/graph.ts";
-import { checkReport, notReadyRules } from "../../src/plugin/inspect.ts";
+import { checkReport, notReadyRules } from "../../src/plugin/commands/check/report.ts";
 import { findReferences, objectGraph, type TypeListing } from "../../src/plugin/references.ts";
 import { renderTable } from "../../src/plugin/table.ts";
 import { answerOf } from "../../src/plugin/causes.ts";
-import { rulesBehind, whyResult, type WhyTarget } from "../../src/plugin/why.ts";
+import { rulesBehind, whyResult, type WhyTarget } from "../../src/plugin/commands/why/report.ts";
 
 function rule(
   workspace: string,

@@ -1,16 +1,16 @@
 // teardown's command line through the command kit: scope (-n or --workspace), --plan and -o, --timeout,
-// --concurrency, repeated --skip-protection; usage errors with the teardown hint; other commands left to args.ts;
+// --concurrency, repeated --skip-protection; usage errors with the teardown hint, read by the one dispatch;
 // the help page names exactly the flags the kit reads for teardown.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { HELP } from "../../src/plugin/help.ts";
-import { run } from "../../src/plugin/main.ts";
-import { parseTeardownArgs, TEARDOWN_FLAGS } from "../../src/plugin/teardown/args.ts";
-import { namedIds } from "../../src/plugin/teardown/kcp-api.ts";
+import { teardown } from "../../src/plugin/commands/teardown/command.ts";
+import { helpPage } from "../../src/plugin/help.ts";
+import { parseArgs, run } from "../../src/plugin/main.ts";
+import { namedIds } from "../../src/plugin/commands/teardown/kcp-api.ts";
 
 describe("teardown arguments", () => {
   it("-n with --plan -o json", () => {
-    assert.deepEqual(parseTeardownArgs(["teardown", "-n", "default", "--plan", "-o", "json"]), {
+    assert.deepEqual(parseArgs(["teardown", "-n", "default", "--plan", "-o", "json"]), {
       ok: true,
       command: {
         name: "teardown",
@@ -26,7 +26,7 @@ describe("teardown arguments", () => {
   });
 
   it("--workspace alone is the whole workspace; flags before the command; repeated --skip-protection", () => {
-    const r = parseTeardownArgs([
+    const r = parseArgs([
       "--kubeconfig=/k",
       "teardown",
       "--workspace",
@@ -57,13 +57,14 @@ describe("teardown arguments", () => {
       [["teardown", "-n", "x", "-o", "json"], /-o is for --plan/],
     ];
     for (const [argv, want] of cases) {
-      const r = parseTeardownArgs(argv);
+      const r = parseArgs(argv);
       assert.ok(r && !r.ok, argv.join(" "));
       assert.match(r.error, want);
     }
-    assert.equal(parseTeardownArgs(["why", "vpc/x"]), undefined);
-    assert.equal(parseTeardownArgs(["graph", "--plan"]), undefined);
-    assert.equal(parseTeardownArgs(["--help"]), undefined);
+    assert.equal(parseArgs(["why", "vpc/x"]).ok, true);
+    const graph = parseArgs(["graph", "--plan"]);
+    assert.ok(!graph.ok && graph.topic === "graph" && /graph does not take --plan/.test(graph.error));
+    assert.deepEqual(parseArgs(["--help"]), { ok: true, command: { name: "help" } });
   });
 
   it("through run: help page, and a usage error with exit 2 and the teardown hint", async () => {
@@ -80,10 +81,10 @@ describe("teardown arguments", () => {
   });
 
   it("the help page names exactly the flags the kit reads for teardown", () => {
-    const named = new Set([...HELP.teardown.matchAll(/^\s+(?:-\w, )?--([a-z-]+)/gm)].map((m) => m[1]));
-    for (const f of TEARDOWN_FLAGS) assert.ok(named.has(f.name), `--${f.name} in the help page`);
+    const named = new Set([...helpPage("teardown").matchAll(/^\s+(?:-\w, )?--([a-z-]+)/gm)].map((m) => m[1]));
+    for (const f of teardown.flags) assert.ok(named.has(f.name), `--${f.name} in the help page`);
     for (const c of ["kubeconfig", "context", "workspace"]) named.delete(c);
-    assert.deepEqual([...named].sort(), TEARDOWN_FLAGS.map((f) => f.name).sort());
+    assert.deepEqual([...named].sort(), teardown.flags.map((f) => f.name).sort());
   });
 
   it("--skip-protection names an object by kind, plural or group, with the namespace given or from -n", () => {

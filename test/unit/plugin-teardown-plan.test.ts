@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { planTeardown, type BlockEdge, type PlanObject } from "../../src/plugin/teardown/plan.ts";
+import { planTeardown, type BlockEdge, type PlanObject } from "../../src/plugin/commands/teardown/plan.ts";
 
 function obj(name: string, extra: Partial<PlanObject> = {}): PlanObject {
   return {

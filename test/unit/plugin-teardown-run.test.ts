@@ -5,11 +5,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { DeleteAnswer, Refusal } from "../../src/plugin/causes.ts";
-import { executeTeardown } from "../../src/plugin/teardown/execute.ts";
+import { executeTeardown } from "../../src/plugin/commands/teardown/execute.ts";
 import { objectId } from "../../src/plugin/objects.ts";
-import type { PlanObject } from "../../src/plugin/teardown/plan.ts";
-import { planJson } from "../../src/plugin/teardown/render.ts";
-import { survey, type TeardownApi } from "../../src/plugin/teardown/survey.ts";
+import type { PlanObject } from "../../src/plugin/commands/teardown/plan.ts";
+import { planJson } from "../../src/plugin/commands/teardown/render.ts";
+import { survey, type TeardownApi } from "../../src/plugin/commands/teardown/survey.ts";
 import type { Clock } from "../../src/util/clock.ts";
 
 /** Time moves only when someone sleeps: the loop runs without waiting. */

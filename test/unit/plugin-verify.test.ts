@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { WEBHOOK_NAME } from "../../src/api/types.ts";
-import { parseArgs } from "../../src/plugin/args.ts";
+import { parseArgs } from "../../src/plugin/main.ts";
 import { answerOf } from "../../src/plugin/causes.ts";
 import { objectId } from "../../src/plugin/objects.ts";
 import type { Reference } from "../../src/plugin/references.ts";
@@ -17,8 +17,8 @@ import {
   type Verdict,
   type VerifyObject,
   type VerifyReport,
-} from "../../src/plugin/verify/compare.ts";
-import { renderJson, renderText } from "../../src/plugin/verify/render.ts";
+} from "../../src/plugin/commands/verify/compare.ts";
+import { renderJson, renderText } from "../../src/plugin/commands/verify/render.ts";
 
 const RULE = "root:compute-provider:vm-dependencies";
 const vpc = (name: string, extra: Partial<VerifyObject> = {}): VerifyObject => ({
@@ -213,7 +213,7 @@ describe("verify: expectations, the second look, the exit code and the JSON", ()
       command: { name: "verify", format: "text", ruleWorkspaces: [], connection: {} },
     });
     const bad = parseArgs(["verify", "-o", "dot"]);
-    assert.ok(!bad.ok && /verify's output format is one of text, json/.test(bad.error));
+    assert.ok(!bad.ok && /-o dot: the output format is one of text, json/.test(bad.error));
   });
 });
 

@@ -1,15 +1,15 @@
 // `kubectl dependencies verify`, the thin I/O: read the rules, list the workspace's objects of every type they name,
 // dry-run DELETE every object of a dependency type, and compare (compare.ts). What a first pass finds is checked
 // again after a short pause, and only what persists is reported: tenants keep working while a periodic job runs.
-import { SKIP_PROTECTION_ANNOTATION } from "../../api/types.ts";
-import { realClock, type Clock } from "../../util/clock.ts";
-import { mapLimit } from "../../util/concurrency.ts";
-import { collectionPath, type ApiResource } from "../discovery.ts";
-import type { RuleInWorkspace } from "../graph.ts";
-import { annotated, objectId, objectOf } from "../objects.ts";
-import { findReferences } from "../references.ts";
-import { listRuleTypes, rulesWithNotes } from "../rules.ts";
-import { dryRunDelete, explain, withSession, type Session } from "../session.ts";
+import { SKIP_PROTECTION_ANNOTATION } from "../../../api/types.ts";
+import { realClock, type Clock } from "../../../util/clock.ts";
+import { mapLimit } from "../../../util/concurrency.ts";
+import { collectionPath, type ApiResource } from "../../discovery.ts";
+import type { RuleInWorkspace } from "../../graph.ts";
+import { annotated, objectId, objectOf } from "../../objects.ts";
+import { findReferences } from "../../references.ts";
+import { listRuleTypes, rulesWithNotes } from "../../rules.ts";
+import { dryRunDelete, explain, withSession, type Session } from "../../session.ts";
 import {
   confirmed,
   exitCodeOf,
@@ -21,13 +21,8 @@ import {
   type VerifyReport,
 } from "./compare.ts";
 import type { VerifyCommand } from "./command.ts";
+import type { CommandResult } from "../../contract.ts";
 import { renderJson, renderText } from "./render.ts";
-
-export interface VerifyResult {
-  exitCode: 0 | 1 | 2;
-  text: string;
-  notes: string[];
-}
 
 export interface VerifyDeps {
   clock?: Clock;
@@ -72,7 +67,7 @@ async function pass(
   return { verdicts, checked: verdicts.size, referenced };
 }
 
-export async function runVerify(cmd: VerifyCommand, deps: VerifyDeps = {}): Promise<VerifyResult> {
+export async function runVerify(cmd: VerifyCommand, deps: VerifyDeps = {}): Promise<CommandResult> {
   const clock = deps.clock ?? realClock;
   const concurrency = deps.concurrency ?? 8;
   return withSession(cmd.connection, async (s) => {

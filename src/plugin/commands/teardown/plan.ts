@@ -2,8 +2,8 @@
 // object can go once everything that blocks it is gone, so wave 0 holds the objects nothing blocks, and each later
 // wave the objects whose blockers all sit in earlier waves. What can never be reached (a cycle, something behind
 // it, a blocker outside the teardown, a delete refused for another reason) is named with the reason.
-import { stronglyConnected } from "../../util/graph.ts";
-import type { ObjectRef } from "../objects.ts";
+import { stronglyConnected } from "../../../util/graph.ts";
+import type { ObjectRef } from "../../objects.ts";
 
 /** Appends to the list under `k` (no copying: a hub with thousands of edges stays linear). */
 export function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {

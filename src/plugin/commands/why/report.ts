@@ -1,14 +1,11 @@
-// `kubectl dependencies why`: a server-side dry-run DELETE asks kcp, with the user's own rights, whether the delete
-// would go through now. The webhook decides a dry run exactly like a real delete and changes nothing.
-import { SKIP_PROTECTION_ANNOTATION } from "../api/types.ts";
-import type { WhyCommand } from "./args.ts";
-import type { RuleInWorkspace } from "./graph.ts";
-import type { Blocker, DeleteAnswer, Refusal } from "./causes.ts";
-import { collectionPath, matchResource, type ApiResource } from "./discovery.ts";
-import { readRules } from "./rules.ts";
-import { PluginError, discover, dryRunDelete, explain, withSession } from "./session.ts";
-import { renderTable } from "./table.ts";
-import { printable } from "../util/printable.ts";
+// why's report, pure: the dry-run DELETE's answer to an exit code and the text that explains it (who refused, every
+// blocker, the rules behind them when readable, and what to do next).
+import { SKIP_PROTECTION_ANNOTATION } from "../../../api/types.ts";
+import type { RuleInWorkspace } from "../../graph.ts";
+import type { Blocker, DeleteAnswer, Refusal } from "../../causes.ts";
+import type { ApiResource } from "../../discovery.ts";
+import { renderTable } from "../../table.ts";
+import { printable } from "../../../util/printable.ts";
 
 export interface WhyTarget {
   resource: ApiResource;
@@ -24,7 +21,8 @@ export interface WhyResult {
 
 // What the reports quote (a refusal's message and reason, the webhook's name, the blockers the causes name) was
 // written by other tenants and their webhooks: every piece goes through printable() (tables do it per cell).
-const where = (t: WhyTarget): string => printable(`${t.workspace}${t.namespace ? `, namespace ${t.namespace}` : ""}`);
+export const where = (t: WhyTarget): string =>
+  printable(`${t.workspace}${t.namespace ? `, namespace ${t.namespace}` : ""}`);
 const subjectOf = (t: WhyTarget): string => printable(`${t.resource.name}/${t.name}`);
 const nsFlag = (ns: string | undefined): string => (ns ? ` -n ${printable(ns)}` : "");
 
@@ -139,27 +137,4 @@ export function whyResult(t: WhyTarget, answer: DeleteAnswer, rules?: readonly R
     exitCode: 2,
     text: `cannot ask about ${subject} in ${where(t)}: ${status} ${printable(r.reason)}: ${msg}\n`,
   };
-}
-
-export async function runWhy(cmd: WhyCommand): Promise<WhyResult> {
-  return withSession(cmd.connection, async (s) => {
-    const match = matchResource(cmd.resource, await discover(s, cmd.resource));
-    if (!match.ok) throw new PluginError(`${match.error} (workspace ${s.workspace})`);
-    const resource = match.resource;
-    const namespace = resource.namespaced ? (cmd.namespace ?? s.namespace) : undefined;
-    const t: WhyTarget = {
-      resource,
-      name: cmd.objectName,
-      workspace: s.workspace,
-      ...(namespace ? { namespace } : {}),
-    };
-    const path = `${collectionPath(resource, namespace)}/${encodeURIComponent(cmd.objectName)}`;
-    try {
-      const answer = await dryRunDelete(s, path);
-      const rules = cmd.ruleWorkspaces.length > 0 ? (await readRules(s, cmd.ruleWorkspaces)).rules : undefined;
-      return whyResult(t, answer, rules);
-    } catch (err) {
-      throw explain(err, `ask kcp about ${resource.name}/${cmd.objectName} in ${where(t)}`);
-    }
-  });
 }

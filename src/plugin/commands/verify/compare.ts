@@ -1,10 +1,10 @@
 // `kubectl dependencies verify`, the pure part: what the rules say blocks each object against what kcp's dry-run
 // DELETE answered. Every object the rules see referenced must be refused naming exactly those dependents; every
 // refusal must be explained by a rule. No I/O here: the listings and the answers are gathered by run.ts.
-import { WEBHOOK_NAME } from "../../api/types.ts";
-import type { Blocker, DeleteAnswer } from "../causes.ts";
-import { objectId, type ObjectRef } from "../objects.ts";
-import type { Reference } from "../references.ts";
+import { WEBHOOK_NAME } from "../../../api/types.ts";
+import type { Blocker, DeleteAnswer } from "../../causes.ts";
+import { objectId, type ObjectRef } from "../../objects.ts";
+import type { Reference } from "../../references.ts";
 
 /** One object of a dependency type, as listed in the workspace. */
 export interface VerifyObject extends ObjectRef {

@@ -1,8 +1,8 @@
 // The verify report as text tables (for people) or JSON (for a periodic job's alerting). Pure. Refusal messages and
 // blockers are other tenants' text: the tables make each cell printable, the JSON escapes what JSON.stringify does not.
-import { printable, printableJson } from "../../util/printable.ts";
-import type { Blocker } from "../causes.ts";
-import { renderTable } from "../table.ts";
+import { printable, printableJson } from "../../../util/printable.ts";
+import type { Blocker } from "../../causes.ts";
+import { renderTable } from "../../table.ts";
 import { exitCodeOf, type ExpectedBlocker, type Mismatch, type VerifyObject, type VerifyReport } from "./compare.ts";
 
 const objectName = (o: VerifyObject): string => `${o.resource}.${o.group}/${o.name}`;

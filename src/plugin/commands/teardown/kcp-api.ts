@@ -1,12 +1,12 @@
 // Teardown's I/O against kcp through the one REST client, with the user's own rights: the types the workspace binds
 // (its APIBindings' boundResources, resolved by discovery), their objects in scope, dry-run and real DELETEs with the
 // object's uid as precondition (a new object of the same name is never deleted in its place), and the annotation.
-import { SKIP_PROTECTION_ANNOTATION } from "../../api/types.ts";
-import { isApiError } from "../../kcp/rest.ts";
-import { isRecord } from "../../util/json.ts";
-import { collectionPath, type ApiResource } from "../discovery.ts";
-import { annotated, objectId, objectOf } from "../objects.ts";
-import { deleteAnswer, discover, explain, PluginError, type Session } from "../session.ts";
+import { SKIP_PROTECTION_ANNOTATION } from "../../../api/types.ts";
+import { isApiError } from "../../../kcp/rest.ts";
+import { isRecord } from "../../../util/json.ts";
+import { collectionPath, type ApiResource } from "../../discovery.ts";
+import { annotated, objectId, objectOf } from "../../objects.ts";
+import { deleteAnswer, discover, explain, PluginError, type Session } from "../../session.ts";
 import type { PlanObject } from "./plan.ts";
 import type { TeardownApi } from "./survey.ts";
 

@@ -3,10 +3,10 @@
 // names its blockers, and an object is dry-run again only once those blockers have all gone, to catch a dependent
 // that appeared meanwhile. Only objects a dry run just allowed are deleted, so the webhook refuses a delete only when
 // something raced in. When nothing can move, everything left is dry-run afresh once and planned to say why.
-import type { Clock } from "../../util/clock.ts";
+import type { Clock } from "../../../util/clock.ts";
 import { planTeardown, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
-import { mapLimit } from "../../util/concurrency.ts";
-import type { DeleteAnswer } from "../causes.ts";
+import { mapLimit } from "../../../util/concurrency.ts";
+import type { DeleteAnswer } from "../../causes.ts";
 import { askOnce, indexByKind, refusalText, resolveBlockers } from "./survey.ts";
 import type { TeardownApi } from "./survey.ts";
 

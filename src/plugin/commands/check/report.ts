@@ -1,32 +1,8 @@
-// `kubectl dependencies graph` and `check`: read the rules the user may read, and for one workspace its objects of
-// the types those rules name; then draw or check them with the pure parts (graph.ts, references.ts).
-import type { CheckCommand, GraphCommand } from "./args.ts";
-import { toDot, toJson, toMermaid, typeGraph } from "./graph.ts";
-import { findReferences, objectGraph, type Reference } from "./references.ts";
-import { isRecord } from "../util/json.ts";
-import { listRuleTypes, rulesWithNotes, type RuleScan } from "./rules.ts";
-import { withSession } from "./session.ts";
-import { renderTable } from "./table.ts";
-
-export interface CommandResult {
-  exitCode: 0 | 1 | 2;
-  /** What goes to stdout. */
-  text: string;
-  /** Notes for stderr: what could not be read. */
-  notes: string[];
-}
-
-export async function runGraph(cmd: GraphCommand): Promise<CommandResult> {
-  return withSession(cmd.connection, async (s) => {
-    const { scan, notes } = await rulesWithNotes(s, cmd.ruleWorkspaces);
-    const graph = cmd.objects
-      ? objectGraph(findReferences(scan.rules, (await listRuleTypes(s, scan.rules)).listings))
-      : typeGraph(scan.rules);
-    if (graph.cycles.length > 0) notes.push(`${graph.cycles.length} cycle(s) found, marked in the graph`);
-    const render = { mermaid: toMermaid, dot: toDot, json: toJson }[cmd.format];
-    return { exitCode: 0, text: render(graph), notes };
-  });
-}
+// check's report, pure: the rules whose Ready condition is not True, and the dangling references, as tables.
+import { isRecord } from "../../../util/json.ts";
+import type { Reference } from "../../references.ts";
+import type { RuleScan } from "../../rules.ts";
+import { renderTable } from "../../table.ts";
 
 export interface NotReadyRule {
   workspace: string;
@@ -83,15 +59,4 @@ export function checkReport(workspace: string, refs: readonly Reference[], notRe
           notReady.map((r) => [r.workspace, r.name, r.status, r.reason, r.message]),
         );
   return `${danglingPart}\n${rulesPart}`;
-}
-
-export async function runCheck(cmd: CheckCommand): Promise<CommandResult> {
-  return withSession(cmd.connection, async (s) => {
-    const { scan, notes } = await rulesWithNotes(s, cmd.ruleWorkspaces);
-    if (scan.rules.length === 0) return { exitCode: 2, text: "", notes };
-    const refs = findReferences(scan.rules, (await listRuleTypes(s, scan.rules)).listings);
-    const notReady = notReadyRules(scan.objects);
-    const found = refs.some((r) => r.state !== "exists") || notReady.length > 0;
-    return { exitCode: found ? 1 : 0, text: checkReport(s.workspace, refs, notReady), notes };
-  });
 }

@@ -2,9 +2,9 @@
 // and the report of a run that could not finish. Pure. Names, finalizers and refusal messages are other tenants' text:
 // tables make each cell printable, the other lines that quote them call printable(), and the JSON escapes what
 // JSON.stringify does not.
-import { SKIP_PROTECTION_ANNOTATION } from "../../api/types.ts";
-import { printable, printableJson } from "../../util/printable.ts";
-import { renderTable } from "../table.ts";
+import { SKIP_PROTECTION_ANNOTATION } from "../../../api/types.ts";
+import { printable, printableJson } from "../../../util/printable.ts";
+import { renderTable } from "../../table.ts";
 import type { ExecuteReport } from "./execute.ts";
 import { push, type Plan, type PlanObject } from "./plan.ts";
 

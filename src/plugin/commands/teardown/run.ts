@@ -1,23 +1,19 @@
-// `kubectl dependencies teardown`: open the user's session, find the bound types, then either print the plan
+// teardown's run: open the user's session, find the bound types, then either print the plan
 // (--plan) or run it. Exit code 0: planned / done; 1: the plan cannot be completed, or the run could not finish.
-import { realClock, type Clock } from "../../util/clock.ts";
-import { withSession } from "../session.ts";
-import type { TeardownCommand } from "./args.ts";
+import { realClock, type Clock } from "../../../util/clock.ts";
+import type { CommandResult } from "../../contract.ts";
+import { withSession } from "../../session.ts";
+import type { TeardownCommand } from "./command.ts";
 import { executeTeardown } from "./execute.ts";
 import { planJson, planTable, runReport, type PlanContext } from "./render.ts";
 import { boundTypes, kcpTeardownApi, namedIds, type Scope } from "./kcp-api.ts";
 import { survey } from "./survey.ts";
 
-export interface TeardownResult {
-  exitCode: 0 | 1;
-  text: string;
-}
-
 export async function runTeardown(
   cmd: TeardownCommand,
   progress: (line: string) => void,
   clock: Clock = realClock,
-): Promise<TeardownResult> {
+): Promise<CommandResult> {
   return withSession(cmd.connection, async (s) => {
     const scope: Scope = cmd.namespace !== undefined ? { namespace: cmd.namespace } : { workspace: true };
     const ctx: PlanContext = {

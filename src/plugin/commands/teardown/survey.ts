@@ -1,7 +1,7 @@
 // Asking kcp what blocks what, with nothing but the user's rights: a server-side dry-run DELETE of every object (a
 // bounded number at a time), the webhook's causes read back into edges to the objects they name. No rule is read.
-import type { DeleteAnswer, Refusal } from "../causes.ts";
-import { mapLimit } from "../../util/concurrency.ts";
+import type { DeleteAnswer, Refusal } from "../../causes.ts";
+import { mapLimit } from "../../../util/concurrency.ts";
 import { planTeardown, push, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
 
 /** The I/O teardown needs; source.ts implements it against kcp, tests with a map. */

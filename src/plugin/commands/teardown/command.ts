@@ -1,0 +1,102 @@
+// `kubectl dependencies teardown`: its flags, what its help says, and its command line. The run is in run.ts (the
+// loop in execute.ts, the plan in plan.ts and survey.ts, kcp in kcp-api.ts, the report in render.ts).
+import { UsageError, type GivenArgs } from "../../../cli/kit.ts";
+import { outputFlag, read, type CommandFlag, type PluginCommand } from "../../contract.ts";
+import type { Connection } from "../../session.ts";
+import { runTeardown } from "./run.ts";
+
+export type PlanFormat = "table" | "json";
+
+export interface TeardownCommand {
+  name: "teardown";
+  /** One namespace; undefined: the whole workspace (--workspace given, no -n). */
+  namespace?: string;
+  plan: boolean;
+  format: PlanFormat;
+  timeoutMs: number;
+  concurrency: number;
+  /** `<resource>/<name>` the user allows skip-protection for. */
+  skipProtection: string[];
+  connection: Connection;
+}
+
+const NAMESPACE: CommandFlag = {
+  name: "namespace",
+  short: "n",
+  type: "text",
+  arg: "<ns>",
+  help: "the namespace to empty",
+};
+const PLAN: CommandFlag = { name: "plan", type: "switch", boolean: true, help: "print the plan, delete nothing" };
+const OUTPUT = outputFlag(["table", "json"], "with --plan: table or json (its schema is in docs/operations.md)");
+const TIMEOUT: CommandFlag = {
+  name: "timeout",
+  type: "duration",
+  arg: "<duration>",
+  default: "10m",
+  help: "give up after this long",
+};
+const CONCURRENCY: CommandFlag = {
+  name: "concurrency",
+  type: "count",
+  arg: "<n>",
+  default: "32",
+  min: 1,
+  max: 64,
+  help: "dry runs, deletes and reads at a time",
+};
+const SKIP_PROTECTION: CommandFlag = {
+  name: "skip-protection",
+  type: "list",
+  arg: "<resource>/<name>",
+  help: "allow skip-protection for this object: the plugin sets the annotation before deleting it (repeatable; to break a cycle); in a whole-workspace teardown a namespaced object is <resource>/<namespace>/<name>",
+};
+
+function parse(given: GivenArgs, connection: Connection): TeardownCommand {
+  const namespace = read.text(given, NAMESPACE);
+  if (!namespace && !connection.workspace)
+    throw new UsageError("say what to take down: -n <namespace>, or --workspace <path> for the whole workspace");
+  const plan = read.switch(given, PLAN);
+  if (given.values.has(OUTPUT.name) && !plan)
+    throw new UsageError("-o is for --plan: a run reports as text (progress on stderr, the report on stdout)");
+  const format = read.format<PlanFormat>(given, OUTPUT);
+  const concurrency = read.count(given, CONCURRENCY);
+  return {
+    name: "teardown",
+    plan,
+    format,
+    timeoutMs: read.duration(given, TIMEOUT),
+    concurrency,
+    skipProtection: read.list(given, SKIP_PROTECTION),
+    connection,
+    ...(namespace ? { namespace } : {}),
+  };
+}
+
+export const teardown: PluginCommand<TeardownCommand> = {
+  name: "teardown",
+  usage: "teardown (-n <namespace> | --workspace <path>) [--plan [-o table|json]]",
+  brief: "teardown -n <ns> | --workspace <path>",
+  summary: "delete everything there in dependency order (--plan: only show it)",
+  prose: `Deletes every object of the workspace's bound types (APIBindings) in one namespace (-n), or in the whole workspace
+(--workspace without -n: every namespace and the cluster-scoped objects), in dependency order: dependents first.
+The order comes from kcp itself: a server-side dry-run DELETE of each object, and the blockers the webhook names
+in its refusal (status.details.causes), so no access to the rules is needed. The run is pipelined, not wave by
+wave: an object is dry-run and, if that dry run allows it, deleted at once; one that is refused waits until every
+blocker its refusal named is gone (finalizers included), then is asked again. When nothing can move, everything left
+is asked again once, and what still cannot go is reported with the reason. Only objects a dry run just allowed are
+deleted; protection is never skipped unless you name the object with --skip-protection.
+
+With --plan nothing is deleted: the waves, what blocks what, cycles, objects held by finalizers.
+
+Exit code: 0 done (or, with --plan, every object has a wave); 1 it cannot finish (a cycle, a blocker outside the
+teardown, a delete refused for another reason, a finalizer that does not clear before --timeout); 2 no answer.`,
+  examples: [
+    "kubectl dependencies teardown -n default --plan",
+    "kubectl dependencies teardown -n default --timeout 5m",
+    "kubectl dependencies teardown --workspace root:consumer1 --plan -o json",
+  ],
+  flags: [NAMESPACE, PLAN, OUTPUT, TIMEOUT, CONCURRENCY, SKIP_PROTECTION],
+  parse,
+  run: (cmd, ctx) => runTeardown(cmd, ctx.progress, ctx.clock),
+};
