@@ -1,12 +1,13 @@
-// The help pages against the commands' flag tables: every page lists exactly its command's flags (and the connection
+// The help pages and docs/plugin.md against the commands' flag tables: every page lists exactly its command's flags (and the connection
 // flags), each with the default its table gives, which is the default parse uses. The pages are read as text, the
 // way a user reads them, so a page written apart from the table (as teardown's once was, saying "default 8" while
-// the code used 32) fails here.
+// the code used 32) fails here. docs/plugin.md's flag tables must have the same rows as the tables.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { COMMANDS } from "../../src/plugin/commands.ts";
 import { CONNECTION_FLAGS, type CommandFlag } from "../../src/plugin/contract.ts";
-import { helpPage } from "../../src/plugin/help.ts";
+import { docRows, docTable, helpPage } from "../../src/plugin/help.ts";
 import { parseArgs } from "../../src/plugin/main.ts";
 
 interface Row {
@@ -76,4 +77,35 @@ describe("help pages against the flag tables", () => {
       assert.match(helpPage(argv[0]), new RegExp(`-o, --output <format> .*\\(default ${format}\\)`));
     }
   });
+});
+/** The cells of the Markdown table after `<!-- flags: name -->` in docs/plugin.md (header and rule dropped). */
+function docsTable(docs: string, name: string): string[][] {
+  const marker = `<!-- flags: ${name} -->`;
+  const at = docs.indexOf(marker);
+  assert.ok(at >= 0, `docs/plugin.md has no ${marker}`);
+  const lines = docs
+    .slice(at + marker.length)
+    .trimStart()
+    .split("\n");
+  const table = lines.slice(
+    0,
+    lines.findIndex((l) => !l.startsWith("|")),
+  );
+  return table.slice(2).map((l) =>
+    l
+      .slice(1, -1)
+      .split(/(?<!\\)\|/)
+      .map((cell) => cell.trim()),
+  );
+}
+
+describe("docs/plugin.md's flag tables against the same tables", () => {
+  const docs = readFileSync(new URL("../../docs/plugin.md", import.meta.url), "utf8");
+  for (const [name, flags] of [
+    ["connection", CONNECTION_FLAGS] as const,
+    ...COMMANDS.map((c) => [c.name, c.flags] as const),
+  ])
+    it(`${name}: the docs' table has the table's rows`, () => {
+      assert.deepEqual(docsTable(docs, name), docRows(flags), `expected in docs/plugin.md:\n${docTable(flags)}\n`);
+    });
 });
