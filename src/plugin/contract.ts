@@ -94,6 +94,11 @@ export function outputFlag(values: readonly string[], help: string): CommandFlag
   return { name: "output", short: "o", type: "format", arg: "<format>", values, default: values[0]!, help };
 }
 
+/** `-n`, as kubectl has it; what it means is the command's. */
+export function namespaceFlag(help: string, defaultText?: string): CommandFlag {
+  return { name: "namespace", short: "n", type: "text", arg: "<ns>", ...(defaultText ? { defaultText } : {}), help };
+}
+
 /** The last value given (kubectl's reading of a repeated single-value flag), else the table's default. */
 const last = (g: GivenArgs, f: CommandFlag): string | undefined => g.values.get(f.name)?.at(-1) ?? f.default;
 

@@ -1,7 +1,7 @@
 // `kubectl dependencies teardown`: its flags, what its help says, and its command line. The run is in run.ts (the
 // loop in execute.ts, the plan in plan.ts and survey.ts, kcp in kcp-api.ts, the report in render.ts).
 import { UsageError, type GivenArgs } from "../../../cli/kit.ts";
-import { outputFlag, read, type CommandFlag, type PluginCommand } from "../../contract.ts";
+import { namespaceFlag, outputFlag, read, type CommandFlag, type PluginCommand } from "../../contract.ts";
 import type { Connection } from "../../session.ts";
 import { runTeardown } from "./run.ts";
 
@@ -20,13 +20,7 @@ export interface TeardownCommand {
   connection: Connection;
 }
 
-const NAMESPACE: CommandFlag = {
-  name: "namespace",
-  short: "n",
-  type: "text",
-  arg: "<ns>",
-  help: "the namespace to empty",
-};
+const NAMESPACE = namespaceFlag("the namespace to empty");
 const PLAN: CommandFlag = { name: "plan", type: "switch", boolean: true, help: "print the plan, delete nothing" };
 const OUTPUT = outputFlag(["table", "json"], "with --plan: table or json (its schema is in docs/operations.md)");
 const TIMEOUT: CommandFlag = {

@@ -1,7 +1,7 @@
 // `kubectl dependencies why`: a server-side dry-run DELETE asks kcp, with the user's own rights, whether the delete
 // would go through now. The webhook decides a dry run exactly like a real delete and changes nothing.
 import { UsageError, type GivenArgs } from "../../../cli/kit.ts";
-import { read, type CommandFlag, type PluginCommand } from "../../contract.ts";
+import { namespaceFlag, read, type CommandFlag, type PluginCommand } from "../../contract.ts";
 import { collectionPath, matchResource } from "../../discovery.ts";
 import { readRules } from "../../rules.ts";
 import { discover, dryRunDelete, explain, PluginError, withSession, type Connection } from "../../session.ts";
@@ -18,14 +18,7 @@ export interface WhyCommand {
   connection: Connection;
 }
 
-const NAMESPACE: CommandFlag = {
-  name: "namespace",
-  short: "n",
-  type: "text",
-  arg: "<ns>",
-  defaultText: 'the context\'s namespace, else "default"',
-  help: "namespace of the object",
-};
+const NAMESPACE = namespaceFlag("namespace of the object", 'the context\'s namespace, else "default"');
 const RULE_WORKSPACE: CommandFlag = {
   name: "rule-workspace",
   type: "list",
