@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// kubectl-dependencies: the kubectl plugin (`kubectl dependencies why|graph|check`). kubectl finds it on PATH and
-// passes the arguments after `dependencies` through. It runs with the user's own kubeconfig and rights.
+// kubectl-dependencies: the kubectl plugin (`kubectl dependencies why|graph|check|teardown|verify`; the commands are in
+// src/plugin/commands/). kubectl finds it on PATH and passes the arguments after `dependencies` through. It runs with
+// the user's own kubeconfig and rights.
 import { run } from "../plugin/main.ts";
 
 const code = await run(
