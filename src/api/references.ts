@@ -187,10 +187,19 @@ export function checkAdmitted(dep: ParsedDependency, admitted: boolean | undefin
 export function unconfirmed(dep: ParsedDependency): string {
   const t = dep.target;
   return (
-    `spec.dependencies[${dep.index}]: workspace ${dep.path} not found or not readable by dep-ctrl, or its APIExport ` +
+    `spec.dependencies[${dep.index}]: ${unresolvedWorkspace(dep.path)}, or its APIExport ` +
     `${dep.exportName} does not serve ${grString(t)} at ${t.version} (which one is said only about the rule's own ` +
     "workspace); the controller checks the rule again"
   );
+}
+
+/**
+ * What a rule's author is told about a workspace path that did not resolve, whatever kcp answered: not found (404),
+ * not readable by dep-ctrl (403), being deleted, no logical cluster yet, an error. Words that differed would tell any
+ * tenant which workspace paths exist. The real reason is in the log only (the controller's, the webhook's).
+ */
+export function unresolvedWorkspace(path: string): string {
+  return `workspace ${path} not found or not readable by dep-ctrl`;
 }
 
 /** The verdict over a whole rule, for its `ReferencesValid` condition and for what gets installed. */
@@ -203,6 +212,8 @@ export interface ReferencesVerdict {
   problems: string[];
   /** True when some check could not be made (the rest may still be definite). */
   unknown: boolean;
+  /** What `problems` does not tell the author about other workspaces (unconfirmed()), for the log only. */
+  hidden?: string[];
   /**
    * The rule's own workspace declined the read-only claims, so the dependent was never checked: the rule is not
    * enforced (unless the operator opts such rules in), since a rule nobody could check must not gate anyone.

@@ -138,6 +138,7 @@ export class Reconciler {
           { cluster, exportName, resources },
         ),
       (path) => this.deps.resolver.resolve(path),
+      (rule, unconfirmed) => this.deps.logger.info({ rule, unconfirmed }, "rule references not confirmed"),
     );
     const caBundle = this.deps.caBundle();
     const indexReport = await this.indexReport();

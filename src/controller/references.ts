@@ -6,7 +6,9 @@ import {
   checkDependency,
   checkDependent,
   combineChecks,
+  unconfirmed,
   type ExportFacts,
+  type ReferenceCheck,
   type ReferencesVerdict,
 } from "../api/references.ts";
 import type { ParsedDependency, ParsedRule } from "../api/rule.ts";
@@ -19,13 +21,17 @@ export type FetchExport = (
   resources: GroupResource[],
 ) => Promise<ExportFacts>;
 
-/** Verdicts by rule key, for rules with a valid dependent. `resolve` reads the paths providers admit as authors. */
+/**
+ * Verdicts by rule key, for rules with a valid dependent. `resolve` reads the paths providers admit as authors;
+ * `log` gets what a verdict does not tell its author about other workspaces (its `hidden`), for the operator.
+ */
 export async function checkReferences(
   rules: readonly ParsedRule[],
   resolutions: ReadonlyMap<string, Resolution>,
   fetch: FetchExport,
   resolve: (path: WorkspacePath) => Promise<Resolution> = () =>
     Promise.resolve({ ok: false, transient: true, reason: "not resolved" }),
+  log?: (rule: string, unconfirmed: string[]) => void,
 ): Promise<Map<string, ReferencesVerdict>> {
   // First collect what to read, so each export is fetched once with every resource asked of it.
   const wanted = new Map<string, { cluster: LogicalClusterName; exportName: string; resources: GroupResource[] }>();
@@ -54,22 +60,33 @@ export async function checkReferences(
   const authors = await authorClusters(facts.values(), resolve);
   const verdicts = new Map<string, ReferencesVerdict>();
   for (const p of plans) {
-    const check = (dep: ParsedDependency, key: string) => {
+    const hidden: string[] = [];
+    const check = (dep: ParsedDependency, key: string): ReferenceCheck => {
       const f = facts.get(key)!;
-      const served = checkDependency(dep, f);
-      if (!served.ok || !f.found || !f.ruleAuthors) return served;
       const provider = wanted.get(key)!.cluster;
+      const served = checkDependency(dep, f);
+      if (!served.ok) return provider === p.rule.key.cluster ? served : unconfirmedTo(dep, served, hidden);
+      if (!f.found || !f.ruleAuthors) return served;
       return checkAdmitted(dep, admits(f.ruleAuthors, authors, provider, p.rule.key.cluster));
     };
-    verdicts.set(
-      ruleKeyString(p.rule.key),
-      combineChecks(
-        checkDependent(p.dependent, facts.get(p.dependentKey)!),
-        p.deps.map(({ dep, key }) => ({ index: dep.index, check: check(dep, key) })),
-      ),
+    const verdict = combineChecks(
+      checkDependent(p.dependent, facts.get(p.dependentKey)!),
+      p.deps.map(({ dep, key }) => ({ index: dep.index, check: check(dep, key) })),
     );
+    verdicts.set(ruleKeyString(p.rule.key), hidden.length > 0 ? { ...verdict, hidden } : verdict);
+    if (hidden.length > 0) log?.(ruleKeyString(p.rule.key), hidden);
   }
   return verdicts;
+}
+
+/**
+ * A dependency in another tenant's workspace that does not check out, as its author is told it: unconfirmed(), the
+ * words /validate-rules uses, whatever kcp answered (export missing, not readable, serving something else). What it
+ * decides stays (`definite`: not installed); the real message goes to `hidden`, for the controller's log.
+ */
+function unconfirmedTo(dep: ParsedDependency, check: ReferenceCheck & { ok: false }, hidden: string[]): ReferenceCheck {
+  hidden.push(check.message);
+  return { ok: false, definite: check.definite, message: unconfirmed(dep) };
 }
 
 /** Every workspace path some provider admits as an author, resolved once per pass. */

@@ -7,7 +7,7 @@ import {
   type LogicalClusterName,
 } from "../api/types.ts";
 import type { IndexedTypeState } from "../api/index-report.ts";
-import type { ReferencesVerdict } from "../api/references.ts";
+import { unresolvedWorkspace, type ReferencesVerdict } from "../api/references.ts";
 import type { ParsedRule } from "../api/rule.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { canonicalJson, compareStrings as cmp } from "../util/json.ts";
@@ -63,11 +63,12 @@ function workspacesResolved(rule: ParsedRule, facts: RuleFacts): Verdict {
   for (const p of all) {
     const r = facts.resolutions.get(p);
     // A path read again in vain keeps its last logical cluster (and protects there), but it is not resolved now.
-    if (r?.ok && r.stale) failed.push(`${p}: ${r.stale}; still protecting in its last logical cluster ${r.cluster}`);
+    // Why a path did not resolve is the controller's log's to say (unresolvedWorkspace: a 404 and a 403 read alike).
+    if (r?.ok && r.stale)
+      failed.push(`${p}: ${unresolvedWorkspace(p)} now; still protecting in its last logical cluster ${r.cluster}`);
     else if (r?.ok) resolved.push(`${p} (${r.cluster})`);
-    else if (r && !r.transient) failed.push(`${p}: ${r.reason}`);
-    // The webhook does not enforce a dependency whose path never resolved: say so, and what to check.
-    else failed.push(`${p}: ${r ? r.reason : "not resolved yet"}; ${UNRESOLVED_HINT}`);
+    // The webhook does not enforce a dependency whose path does not resolve: say so, and what to check.
+    else failed.push(`${p}: ${r ? unresolvedWorkspace(p) : "not resolved yet"}; ${UNRESOLVED_HINT}`);
   }
   if (failed.length > 0) return { status: "False", reason: "ResolutionFailed", message: failed.join("; ") };
   return { status: "True", reason: "Resolved", message: `resolved ${resolved.join(", ")}` };

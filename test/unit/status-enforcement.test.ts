@@ -55,7 +55,7 @@ describe("rule status: not enforced, loudly", () => {
     assert.equal(cond(s, "WorkspacesResolved").reason, "ResolutionFailed");
     assert.match(
       cond(s, "WorkspacesResolved").message,
-      /^root:network-provider: not allowed to read workspace; not enforced until it resolves: .*: deploy\/rbac\/workspace-resolution\.yaml$/,
+      /^root:network-provider: workspace root:network-provider not found or not readable by dep-ctrl; not enforced until it resolves: .*: deploy\/rbac\/workspace-resolution\.yaml$/,
     );
     assert.deepEqual([cond(s, "Ready").status, cond(s, "Ready").reason], ["False", "ResolutionFailed"]);
   });

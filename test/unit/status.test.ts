@@ -42,6 +42,10 @@ function facts(over: Partial<RuleFacts> = {}): RuleFacts {
 const byType = (conds: Condition[] | undefined): Record<string, [string, string, string]> =>
   Object.fromEntries((conds ?? []).map((c) => [c.type, [c.status, c.reason, c.message]]));
 
+const UNRESOLVED =
+  "not enforced until it resolves: check the path, and that the controller and webhook may read the workspaces " +
+  "along it: deploy/rbac/workspace-resolution.yaml";
+
 describe("computeStatus", () => {
   it("is Ready when resolved, installed and acyclic", () => {
     const s = computeStatus(vmRule(), facts(), undefined, T0);
@@ -99,7 +103,7 @@ describe("computeStatus", () => {
     );
   });
 
-  it("names each path that failed to resolve and why", () => {
+  it("names each path that failed to resolve, not why (that is the log's: another tenant's workspace)", () => {
     const f = facts({
       resolutions: new Map<string, Resolution>([
         ["root:org:storage", { ok: false, reason: "workspace root:org:storage not found" }],
@@ -108,17 +112,10 @@ describe("computeStatus", () => {
       installs: new Map([[NET, { ok: true }]]),
     });
     const c = byType(computeStatus(vmRule(), f, undefined, T0).conditions);
-    assert.deepEqual(c["WorkspacesResolved"], [
-      "False",
-      "ResolutionFailed",
-      "root:org:storage: workspace root:org:storage not found",
-    ]);
+    const unresolved = `root:org:storage: workspace root:org:storage not found or not readable by dep-ctrl; ${UNRESOLVED}`;
+    assert.deepEqual(c["WorkspacesResolved"], ["False", "ResolutionFailed", unresolved]);
     assert.deepEqual(c["WebhooksInstalled"], ["True", "Installed", "webhook installed in root:network-provider"]);
-    assert.deepEqual(c["Ready"], [
-      "False",
-      "ResolutionFailed",
-      "WorkspacesResolved: root:org:storage: workspace root:org:storage not found",
-    ]);
+    assert.deepEqual(c["Ready"], ["False", "ResolutionFailed", `WorkspacesResolved: ${unresolved}`]);
   });
 
   it("reports failed installs per workspace", () => {
