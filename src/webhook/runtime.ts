@@ -21,7 +21,8 @@ import { IndexReadiness } from "./deletion/index/readiness.ts";
 import { indexEndpointPolicy, type IndexEndpointPolicy } from "./deletion/index/export-endpoints.ts";
 import { startIndex, startLiveReport } from "./deletion/index/start.ts";
 import type { IndexBudget } from "./deletion/index/budget.ts";
-import { finderFor, type LookupMode } from "./deletion/hybrid.ts";
+import { finderFor } from "./deletion/hybrid.ts";
+import type { LookupMode } from "./deletion/protection.ts";
 import type { RuleRegistry } from "./rules/registry.ts";
 import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
 import { createRuleAdmissionHandler } from "./rules/rule-admission.ts";
@@ -87,7 +88,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
 
     const handler = createAdmissionHandler({
       registry: () => source.current(),
-      finder: finderFor(flags.lookup ?? "auto", index, lookupBase, logger, metricsRegistry, indexed?.reporter),
+      finder: finderFor(flags.lookup ?? "auto", index, lookupBase, logger, metricsRegistry, indexed?.book),
       logger: logger.child({ part: "admission" }),
       metrics,
     });

@@ -18,6 +18,8 @@ import { toApiError } from "../../src/kcp/answers.ts";
 import type { Resolution } from "../../src/kcp/workspaces.ts";
 import { found, unavailable, type FinderAnswer } from "../../src/webhook/deletion/finder.ts";
 import { HybridDependentFinder } from "../../src/webhook/deletion/hybrid.ts";
+import { LookupBook } from "../../src/webhook/deletion/lookup-book.ts";
+import { reportedLookups } from "../../src/webhook/deletion/protection.ts";
 import { IndexReporter, mergeReports, reportOf } from "../../src/webhook/deletion/index/report.ts";
 import { indexTrust } from "../../src/api/verdicts.ts";
 import { FakeClock } from "../support/fake-clock.ts";
@@ -67,22 +69,24 @@ describe("index report: what protects each dependent type", () => {
     assert.deepEqual(mergeReports([silent, silent]), { [VM]: FORBIDDEN }, "no replica reports a lookup: none shown");
   });
 
-  it("the reporter publishes the lookups it is given once the finder exists", async () => {
+  it("the reporter publishes what the lookup book learned, as the decision reports it", async () => {
     const { client, report } = fakeConfigMap();
     const clock = new FakeClock();
     const health = () => [{ type: VM, state: "failing" as const, errors: ["403 Forbidden"] }];
-    const r = new IndexReporter({ client, health, logger: pino({ level: "silent" }), clock, replica: "a" });
+    const book = new LookupBook({ clock, onChange: () => r.changed() });
+    const lookups = (states: IndexReport) => reportedLookups("auto", states, (k) => book.learned(k), clock.now());
+    const r = new IndexReporter({ client, health, logger: pino({ level: "silent" }), clock, replica: "a", lookups });
     r.start();
     await clock.advance(2_000);
     assert.deepEqual(report(), { [VM]: FORBIDDEN });
-    r.reportLookups(() => new Map([[VM, "live"]]));
+    book.looked(VM, "live", clock.now(), undefined);
     await clock.advance(2_000);
     assert.deepEqual(report(), { [VM]: { ...FORBIDDEN, lookup: "live" } }, INDEX_REPORT_PATH);
     await r.stop();
   });
 });
 
-describe("the hybrid finder tells the reporter when a type's source changes", () => {
+describe("the hybrid finder tells the reporter (through the lookup book) when a type's source changes", () => {
   it("once per change, not per lookup", async () => {
     let live: () => FinderAnswer = () => found([], true);
     let changes = 0;
@@ -91,7 +95,7 @@ describe("the hybrid finder tells the reporter when a type's source changes", ()
       live: { find: () => Promise.resolve().then(() => live()) },
       indexState: () => FORBIDDEN,
       logger: pino({ level: "silent" }),
-      onSourceChange: () => changes++,
+      book: new LookupBook({ onChange: () => changes++ }),
     });
     await h.find(vmLookup(), 10);
     await h.find(vmLookup(), 10);

@@ -16,6 +16,7 @@ import type { HybridDependentFinder } from "../../src/webhook/deletion/hybrid.ts
 import { finderFor, proberFor } from "../../src/webhook/deletion/hybrid.ts";
 import type { DependentsIndex } from "../../src/webhook/deletion/index/index.ts";
 import { IndexReporter } from "../../src/webhook/deletion/index/report.ts";
+import { autoLookups } from "../../src/webhook/deletion/index/start.ts";
 import type { TypeHealth } from "../../src/webhook/deletion/index/watches.ts";
 import { PROBE_CONCURRENCY, PROBE_INTERVAL_MS, PROBE_RETRY_MS } from "../../src/webhook/deletion/probe.ts";
 import { FakeClock } from "../support/fake-clock.ts";
@@ -74,19 +75,27 @@ function forbiddenIndex(types: string[] = [VM]): DependentsIndex {
   } as unknown as DependentsIndex;
 }
 
-/** The webhook of --lookup=auto as runtime.ts wires it: the hybrid finder, its index's reporter, one clock. */
+/** The webhook of --lookup=auto as index/start.ts wires it: the lookup book, its prober, the reporter, the finder. */
 function webhook(mode: Mode = "allow", index = forbiddenIndex()) {
   const clock = new FakeClock();
   const proxy = frontProxy(mode);
   const cm = fakeConfigMap();
+  const auto = autoLookups(
+    proxy.client,
+    () => index.health(),
+    silent,
+    () => reporter.changed(),
+    clock,
+  );
   const reporter = new IndexReporter({
     client: cm.client,
     health: () => index.health(),
     logger: silent,
     clock,
     replica: "a",
+    ...auto.report,
   });
-  const finder = finderFor("auto", index, proxy.client, silent, new Registry(), reporter, clock);
+  const finder = finderFor("auto", index, proxy.client, silent, new Registry(), auto.book, clock);
   reporter.start();
   return { clock, proxy: proxy.p, report: cm.report, finder: finder as HybridDependentFinder, reporter };
 }
@@ -205,7 +214,7 @@ describe("the probe's cost", () => {
     const h = finderFor("auto", index, proxy.client, silent, new Registry(), undefined, clock) as HybridDependentFinder;
     const report = (): IndexReport =>
       Object.fromEntries(index.health().map((t): [string, IndexedTypeState] => [t.type, FORBIDDEN]));
-    return { clock, proxy: proxy.p, h, prober: proberFor(h, report, proxy.client, silent, clock) };
+    return { clock, proxy: proxy.p, h, prober: proberFor(h.book, report, proxy.client, silent) };
   }
   const types = (n: number) => Array.from({ length: n }, (_, i) => `compute/compute.example.io/g/v1/r${i}`);
 

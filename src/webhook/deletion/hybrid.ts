@@ -4,36 +4,28 @@
 // applied deploy/rbac/provider-index.yaml, is therefore protected from its first DELETE, and one that follows
 // getting-started (consent, no shard grant) never makes a live read.
 //
-// Per lookup:
-//   1. the index answers → that answer (the index protects this type);
-//   2. the index cannot answer because the provider's consent is missing (403) → a live list: its answer (live
-//      protects), or, when that list is refused with 403 too, "unavailable" with reason "no-read-access" (nothing
-//      protects); any other live failure is thrown, as in live mode (fail closed, 500);
-//   3. the index cannot answer for another reason (starting, syncing, a shard failing) → a live list if it is
-//      allowed, else the index's own answer: the live list only ever replaces an answer the index could not give.
-// What answered is the type's source (index, live, none), reported to the rule's status. A type whose index is
-// forbidden also has its source probed without a DELETE (probe.ts), so the status tells before the first one.
+// Per lookup: the index first; when it cannot answer, protection.ts decides whether its answer stands or a live list
+// is tried (afterIndexMiss), and after a failed live list, what stands (afterLiveFailure): a live answer, the index's
+// own, "unavailable" with reason "no-read-access" (nothing protects), or the error (fail closed, 500). What answered
+// is the type's source (index, live, none), kept in the LookupBook the index report and the prober read too. A type
+// whose index is forbidden also has its source probed without a DELETE (probe.ts), so the status tells before the
+// first one.
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
-import {
-  dependentTypeKey,
-  parseDependentTypeKey,
-  type IndexReport,
-  type IndexedTypeState,
-  type LookupSource,
-} from "../../api/index-report.ts";
-import type { LogicalClusterName } from "../../api/types.ts";
+import { dependentTypeKey, type IndexedTypeState, type LookupSource } from "../../api/index-report.ts";
 import { isApiError, type RestClient } from "../../kcp/rest.ts";
 import { realClock, type Clock } from "../../util/clock.ts";
 import type { Lookup } from "../admission.ts";
 import type { DependentsIndex } from "./index/index.ts";
-import { reportOf, type IndexReporter } from "./index/report.ts";
-import { dependentListPath, LiveDependentFinder } from "./live.ts";
-import { LookupProber, probeLiveRead, type ProbeTarget } from "./probe.ts";
+import { reportOf } from "./index/report.ts";
+import { LiveDependentFinder } from "./live.ts";
+import { LookupBook } from "./lookup-book.ts";
+import { LookupProber, probeLiveRead } from "./probe.ts";
+import { afterIndexMiss, afterLiveFailure, protectionOf, type LookupMode } from "./protection.ts";
 import { unavailable, type DependentFinder, type FinderAnswer, type Unavailable } from "./finder.ts";
 
 /** What protects a dependent type, by its last lookup or probe: the index, a live list, or nothing (no read access). */
-export type { LookupSource };
+export type { LookupSource, LookupMode };
 
 export const LOOKUP_SOURCES: readonly LookupSource[] = ["index", "live", "none"];
 
@@ -43,95 +35,43 @@ export interface HybridFinderOptions {
   /** The index's state of a dependent type (by dependentTypeKey); undefined while it is not watched. */
   indexState: (key: string) => IndexedTypeState | undefined;
   logger: Logger;
-  /** A type's source changed: the index report carries it to the rule's status. */
-  onSourceChange?: () => void;
+  /** Where what each lookup found is kept (shared with the prober and the index report); a fresh one by default. */
+  book?: LookupBook;
   clock?: Clock;
 }
 
-/** When a type's source was last learned, and the consumer workspace of its last lookup (where a probe lists). */
-interface Learned {
-  at: number;
-  consumer?: LogicalClusterName;
-}
-
 export class HybridDependentFinder implements DependentFinder {
+  readonly book: LookupBook;
   private readonly opts: HybridFinderOptions;
-  private readonly sources = new Map<string, LookupSource>();
-  private readonly learned = new Map<string, Learned>();
 
   constructor(opts: HybridFinderOptions) {
     this.opts = opts;
+    this.book = opts.book ?? new LookupBook({ logger: opts.logger, ...(opts.clock ? { clock: opts.clock } : {}) });
   }
 
   async find(lookup: Lookup, limit: number, signal?: AbortSignal): Promise<FinderAnswer> {
     const key = dependentTypeKey(lookup.dependent);
-    const asked: Learned = { at: this.now(), consumer: lookup.consumer };
+    const at = this.book.clock.now();
+    const found = (source: LookupSource, answer: FinderAnswer): FinderAnswer => {
+      this.book.looked(key, source, at, lookup.consumer);
+      return answer;
+    };
     const fromIndex = await this.opts.index.find(lookup, limit, signal);
-    if (fromIndex.ok) return this.answered(key, "index", fromIndex, asked);
-    // Over its budget, a consumer's own dependents are what is unreadable: a live list would read them all the same,
-    // on every delete, and undo the budget that confines them to that workspace.
-    if (fromIndex.reason === "unreadable") return fromIndex;
-    const state = this.opts.indexState(key);
-    const noConsent = state?.state === "failing" && state.reason === "Forbidden";
+    if (fromIndex.ok) return found("index", fromIndex);
+    if (afterIndexMiss("auto", fromIndex.reason) === "stands") return fromIndex;
     try {
-      return this.answered(key, "live", await this.opts.live.find(lookup, limit, signal), asked);
+      return found("live", await this.opts.live.find(lookup, limit, signal));
     } catch (err) {
-      if (!noConsent) return fromIndex;
-      if (!isApiError(err, 403)) throw err;
-      return this.answered(key, "none", noReadAccess(fromIndex, err), asked);
+      const next = afterLiveFailure(this.opts.indexState(key), isApiError(err, 403));
+      if (next === "index") return fromIndex;
+      if (next === "throw") throw err;
+      return found("none", noReadAccess(fromIndex, err));
     }
   }
 
   /** The source of each dependent type at its last lookup or probe (for the metric and the index report). */
   lastSources(): ReadonlyMap<string, LookupSource> {
-    return this.sources;
-  }
-
-  /** When the type's source was last learned, by a lookup or a probe; undefined when never. */
-  learnedAt(key: string): number | undefined {
-    return this.learned.get(key)?.at;
-  }
-
-  /** Where to probe a type: the consumer workspace of its last lookup, else its provider's workspace. */
-  probeTarget(key: string): ProbeTarget | undefined {
-    const dependent = parseDependentTypeKey(key);
-    if (!dependent) return undefined;
-    const consumer = this.learned.get(key)?.consumer ?? dependent.exportCluster;
-    return { key, path: dependentListPath({ consumer, dependent: { ...dependent, kind: "" } } as Lookup) };
-  }
-
-  /** A probe that started at `startedAt` found `source`; a lookup that began since knows better and stands. */
-  probed(key: string, source: LookupSource, startedAt: number): void {
-    const learned = this.learned.get(key);
-    if (learned && learned.at > startedAt) return;
-    this.answered(key, source, undefined, { ...learned, at: startedAt });
-  }
-
-  private now(): number {
-    return (this.opts.clock ?? realClock).now();
-  }
-
-  /** `learned`: when the lookup (or probe) that found `source` began, and where a lookup listed. */
-  private answered<A extends FinderAnswer | undefined>(
-    key: string,
-    source: LookupSource,
-    answer: A,
-    learned: Learned,
-  ): A {
-    this.learned.set(key, learned);
-    const before = this.sources.get(key);
-    if (before !== source) {
-      this.sources.set(key, source);
-      const how = {
-        index: "the dependents index",
-        live: "live lookups (the per-shard read grant; the index is not readable)",
-        none: "nothing: neither the provider's index consent nor the per-shard read grant is there",
-      }[source];
-      const log = source === "none" ? this.opts.logger.warn : this.opts.logger.info;
-      log.call(this.opts.logger, { type: key, source, before }, `deletes of this dependent type are checked by ${how}`);
-      this.opts.onSourceChange?.();
-    }
-    return answer;
+    return this.book.sources();
   }
 }
 
@@ -168,13 +108,9 @@ export function registerLookupSourceMetric(registry: Registry, finder: HybridDep
   });
 }
 
-/** `--lookup`: index (provider consent), live (per-shard grant), or auto (whichever the installation gave). */
-export type LookupMode = "index" | "live" | "auto";
-
 /**
  * The finder of a lookup mode; `index` is undefined in live mode (no index runs), `base` is where live lists. In auto
- * mode, `reporter` (the index's) reports what protects each type too, so a rule's status says when live lists do;
- * before each report it probes the types whose index is forbidden (probe.ts), so it says so before any DELETE.
+ * mode, `book` is where lookups record what answered: the one the index report and the prober read (index/start.ts).
  */
 export function finderFor(
   mode: LookupMode,
@@ -182,7 +118,7 @@ export function finderFor(
   base: RestClient,
   logger: Logger,
   registry: Registry,
-  reporter?: Pick<IndexReporter, "changed" | "reportLookups">,
+  book?: LookupBook,
   clock: Clock = realClock,
 ): DependentFinder {
   const live = new LiveDependentFinder({ base });
@@ -193,38 +129,34 @@ export function finderFor(
     live,
     indexState: (key) => reportOf(index.health())[key],
     logger: logger.child({ part: "lookup" }),
+    book: book ?? new LookupBook({ clock, logger: logger.child({ part: "lookup" }) }),
     clock,
-    ...(reporter ? { onSourceChange: () => reporter.changed() } : {}),
   });
-  const prober = proberFor(hybrid, () => reportOf(index.health()), base, logger.child({ part: "probe" }), clock);
-  reporter?.reportLookups(
-    () => hybrid.lastSources(),
-    () => prober.run(),
-  );
   registerLookupSourceMetric(registry, hybrid);
   return hybrid;
 }
 
-/** Probes the types whose index is forbidden (no consent) through `base`, as live lookups read, for `hybrid`. */
+/**
+ * Probes, through `base` as live lookups read, the types the decision says to (protection.ts: forbidden index, what
+ * is known stale), recording what it finds in `book`; `states` is the index's state of each type.
+ */
 export function proberFor(
-  hybrid: HybridDependentFinder,
-  report: () => IndexReport,
+  book: LookupBook,
+  states: () => Readonly<Record<string, IndexedTypeState>>,
   base: RestClient,
   logger: Logger,
-  clock: Clock,
 ): LookupProber {
-  const forbidden = (s: IndexedTypeState): boolean => s.state === "failing" && s.reason === "Forbidden";
   return new LookupProber({
     probe: (path) => probeLiveRead(base, path),
-    targets: () =>
-      Object.entries(report()).flatMap(([key, s]) => {
-        const target = forbidden(s) ? hybrid.probeTarget(key) : undefined;
+    targets: () => {
+      const now = book.clock.now();
+      return Object.entries(states()).flatMap(([key, s]) => {
+        const target = protectionOf("auto", s, book.learned(key), now).probe ? book.probeTarget(key) : undefined;
         return target ? [target] : [];
-      }),
-    // "index" cannot be right for a type whose index is forbidden (a consent revoked since): probe it at once.
-    learnedAt: (key) => (hybrid.lastSources().get(key) === "index" ? undefined : hybrid.learnedAt(key)),
-    record: (key, source, startedAt) => hybrid.probed(key, source, startedAt),
-    clock,
+      });
+    },
+    record: (key, source, startedAt) => book.probed(key, source, startedAt),
+    clock: book.clock,
     logger,
   });
 }

@@ -11,8 +11,8 @@
 // looks for the resource: 403 is "no read access"; 200, or 404 where the workspace does not serve the type, is "allowed".
 // A shard the grant is missing on is only found by a lookup there (the probe sees one shard); that lookup says so.
 //
-// Cost: a type is probed when its index is forbidden and nothing (probe or lookup) told its source for PROBE_INTERVAL_MS
-// (a failed probe: PROBE_RETRY_MS). One pass runs at a time, PROBE_CONCURRENCY probes at once, each bounded by
+// Cost: a type is probed when the decision says so (protection.ts: its index is forbidden and nothing, probe or lookup,
+// told its source for PROBE_INTERVAL_MS); a failed probe is retried after PROBE_RETRY_MS. One pass runs at a time, PROBE_CONCURRENCY probes at once, each bounded by
 // PROBE_TIMEOUT_MS, so many failing types queue rather than storm. The index reporter runs a pass before each report
 // (index/report.ts), so the report of a newly forbidden type already carries what the probe found.
 import type { Logger } from "pino";
@@ -21,8 +21,7 @@ import type { LookupSource } from "../../api/index-report.ts";
 import type { Clock } from "../../util/clock.ts";
 import { mapLimit } from "../../util/concurrency.ts";
 
-/** How long a type's source, once known (from a probe or a lookup), stands before the next probe of it. */
-export const PROBE_INTERVAL_MS = 5 * 60_000;
+export { PROBE_INTERVAL_MS } from "./protection.ts";
 /** After a probe that failed otherwise than 403 (kcp unreachable, 5xx): the next try. */
 export const PROBE_RETRY_MS = 30_000;
 export const PROBE_TIMEOUT_MS = 5_000;
@@ -52,15 +51,12 @@ export interface ProbeTarget {
 
 export interface LookupProberOptions {
   probe: (path: string) => Promise<"live" | "none">;
-  /** The types that need a probe: their index is forbidden. */
+  /** The types that need a probe now (protection.ts decides which). */
   targets: () => readonly ProbeTarget[];
-  /** When the type's source was last learned (probe or lookup); undefined when never. */
-  learnedAt: (key: string) => number | undefined;
   /** A probe that started at `startedAt` found `source`. */
   record: (key: string, source: LookupSource, startedAt: number) => void;
   clock: Clock;
   logger: Logger;
-  intervalMs?: number;
 }
 
 export class LookupProber {
@@ -95,11 +91,10 @@ export class LookupProber {
     await mapLimit(due, PROBE_CONCURRENCY, (t) => this.probeOne(t));
   }
 
+  /** A type the decision asks to probe, unless its last probe failed less than PROBE_RETRY_MS ago. */
   private due(key: string, now: number): boolean {
     const failed = this.failedAt.get(key);
-    if (failed !== undefined && now - failed < PROBE_RETRY_MS) return false;
-    const learned = this.opts.learnedAt(key);
-    return learned === undefined || now - learned >= (this.opts.intervalMs ?? PROBE_INTERVAL_MS);
+    return failed === undefined || now - failed >= PROBE_RETRY_MS;
   }
 
   private async probeOne(t: ProbeTarget): Promise<void> {

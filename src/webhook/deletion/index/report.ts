@@ -32,8 +32,8 @@ import type { TypeHealth } from "./watches.ts";
 
 /**
  * The report of the index's types; a 403 anywhere means the provider's consent is missing (the hint to give).
- * `lookups` (auto mode: the hybrid finder's last source per type) says what protects each type, by its last lookup
- * or its probe (probe.ts).
+ * `lookups` (auto mode: what the decision reports per type, protection.ts) says what protects each type, by its last
+ * lookup or its probe (probe.ts).
  */
 export function reportOf(
   health: readonly TypeHealth[],
@@ -129,8 +129,13 @@ export interface IndexReporterOptions {
   clock?: Clock;
   /** This replica's name in the report (default the host name: the pod's name). */
   replica?: string;
-  /** What protects each type, by its last lookup or probe (auto mode); set later with reportLookups (the finder). */
-  lookups?: () => ReadonlyMap<string, LookupSource>;
+  /**
+   * What protects each type, as the decision reports it (auto mode: protection.ts `reportedLookups`, over the
+   * lookup book), given the index's report without it.
+   */
+  lookups?: (states: IndexReport) => ReadonlyMap<string, LookupSource>;
+  /** Runs before each report (auto mode: the probes of types whose source is due, so a report carries them). */
+  beforeReport?: BeforeReport;
   /** What this replica enforces (its flags), published for the controller's Ready. */
   settings?: WebhookSettings;
 }
@@ -141,12 +146,9 @@ export type BeforeReport = () => Promise<void>;
 export class IndexReporter {
   private readonly opts: IndexReporterOptions;
   private readonly loop: WorkLoop;
-  private lookups: () => ReadonlyMap<string, LookupSource>;
-  private beforeReport: BeforeReport | undefined;
 
   constructor(opts: IndexReporterOptions) {
     this.opts = opts;
-    this.lookups = opts.lookups ?? (() => new Map());
     this.loop = new WorkLoop({
       pass: () => this.publish(),
       logger: opts.logger,
@@ -170,22 +172,13 @@ export class IndexReporter {
     this.loop.enqueue();
   }
 
-  /**
-   * Reports what protects each type too (auto mode: the hybrid finder's last sources), after `before` (its probes of
-   * forbidden types, which also run on this loop's minute resync) so a newly forbidden type's first report has one.
-   */
-  reportLookups(lookups: () => ReadonlyMap<string, LookupSource>, before?: BeforeReport): void {
-    this.lookups = lookups;
-    this.beforeReport = before;
-    this.changed();
-  }
-
   /** The data to store: this replica's entry (rewritten when changed or due), the fresh entries, their merge. */
   private wanted(have: Record<string, string>): Record<string, string> {
     const now = (this.opts.clock ?? realClock).now();
     const me = (this.opts.replica ?? hostname()).replace(/[^-._a-zA-Z0-9]/g, "_");
     const entries = entriesOf(have);
-    const mine = reportOf(this.opts.health(), this.lookups());
+    const health = this.opts.health();
+    const mine = reportOf(health, this.opts.lookups?.(reportOf(health)));
     const before = entries.get(me);
     const settings = this.opts.settings;
     const sameSettings = JSON.stringify(before?.settings) === JSON.stringify(settings);
@@ -205,9 +198,9 @@ export class IndexReporter {
   }
 
   private async publish(): Promise<void> {
-    await this.beforeReport?.().catch((err: unknown) =>
-      this.opts.logger.warn({ err: String(err) }, "before the index report: probing failed"),
-    );
+    await this.opts
+      .beforeReport?.()
+      .catch((err: unknown) => this.opts.logger.warn({ err: String(err) }, "before the index report: probing failed"));
     let have: { metadata?: { resourceVersion?: string }; data?: Record<string, string> } | undefined;
     try {
       have = await this.opts.client.request("GET", INDEX_REPORT_PATH);
