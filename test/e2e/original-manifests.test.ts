@@ -14,6 +14,7 @@ import { apply, createWorkspace, parseYaml, waitForBinding, type KObject } from 
 import { REPO_ROOT, startKcp, type Kcp } from "../../tools/kcp/harness.ts";
 import { RULES } from "../../tools/kcp/objects.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
+import { tenant } from "../../tools/kcp/tenant.ts";
 import { Binaries, EXPORT_NAME, PATHS, RBAC_VARS, scrapeSeries, TOKENS } from "../../tools/kcp/topology.ts";
 import {
   assertDenied,
@@ -27,6 +28,7 @@ import {
   waitForProtection,
   waitForVwc,
 } from "./helpers.ts";
+import { readyRace } from "./ready-race.ts";
 
 type Cond = { type: string; status: string; reason: string; message: string };
 
@@ -215,5 +217,20 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
     const r = await env.ws(PATHS.compute).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
     const cond = r.status?.conditions?.find((x) => x.type === "DependentsIndexed");
     assert.deepEqual([cond?.status, cond?.reason], ["True", "LiveLookup"], cond?.message);
+  });
+
+  // Ready means refusing here too: live lookups (the shard grant) and the opt-in, for a rule nobody checked.
+  it("once `kubectl wait --for=condition=Ready` returns for a new rule, a referenced delete is refused at once", async () => {
+    const env = kcp!;
+    const rounds = await readyRace({
+      env,
+      provider: await tenant(env, PATHS.compute),
+      consumer: await tenant(env, PATHS.consumer1),
+      rule: (name) => ({ ...originalRule, metadata: { name } }),
+      suiteRules: { names: ["vm-dependencies"], restore: [originalRule] },
+      rounds: 3,
+    });
+    process.stdout.write(`# ready race: ${JSON.stringify(rounds)}\n`);
+    for (const r of rounds) assertDenied(r.outcome, new RegExp(`still referenced by VirtualMachine/${r.rule}$`));
   });
 });

@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { test } from "node:test";
-import { apply } from "../../tools/kcp/api.ts";
+import { apply, type KObject } from "../../tools/kcp/api.ts";
+import { tenant } from "../../tools/kcp/tenant.ts";
 import { PATHS, vmRule } from "../../tools/kcp/topology.ts";
 import {
   RULES,
@@ -22,6 +23,7 @@ import {
   waitForProtection,
   waitForVwc,
 } from "./helpers.ts";
+import { readyRace } from "./ready-race.ts";
 
 const e2e = e2eSuite();
 const consumer1 = () => e2e.kcp.ws(PATHS.consumer1);
@@ -171,4 +173,22 @@ test("9. a VM that references both a VPC and a subnet blocks each", async () => 
   assert.deepEqual(await tryDelete(consumer1(), `${at(VMS)}/both-vm`), { allowed: true });
   assert.deepEqual(await tryDelete(consumer1(), `${at(SUBNETS)}/both-subnet`), { allowed: true });
   assert.deepEqual(await tryDelete(consumer1(), `${at(VPCS)}/both-vpc`), { allowed: true });
+});
+
+test("10. once `kubectl wait --for=condition=Ready` returns for a new rule, a referenced delete is refused at once", async () => {
+  const [provider, consumer] = [await tenant(e2e.kcp, PATHS.compute), await tenant(e2e.kcp, PATHS.consumer1)];
+  const rule = (name: string): KObject => {
+    const [r] = vmRule(e2e.topo.vars);
+    return { ...r!, metadata: { name } };
+  };
+  const rounds = await readyRace({
+    env: e2e.kcp,
+    provider,
+    consumer,
+    rule,
+    suiteRules: { names: ["vm-dependencies"], restore: vmRule(e2e.topo.vars) },
+    rounds: 3,
+  });
+  process.stdout.write(`# ready race: ${JSON.stringify(rounds)}\n`);
+  for (const r of rounds) assertDenied(r.outcome, new RegExp(`still referenced by VirtualMachine/${r.rule}$`));
 });
