@@ -12,7 +12,7 @@ import {
   type Lookup,
   type LookupResult,
 } from "../admission.ts";
-import { clusterWideRetries, decide, planLookups } from "./decision.ts";
+import { clusterWideRetries, decide, planLookups, type LookupPlan } from "./decision.ts";
 import { readNamed, type Named } from "./target.ts";
 import type { DependentFinder } from "./finder.ts";
 import type { WebhookMetrics } from "../metrics.ts";
@@ -69,11 +69,7 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
     const match = registry ? registry.find(provider, { group: g.group, resource: g.resource }) : "not-synced";
     const plan = planLookups(request, match, named);
     if (plan.kind === "decided") return plan.decision;
-    const signal = AbortSignal.timeout(timeoutMs);
-    const results = await Promise.all(plan.lookups.map((l) => runLookup(l, plan.limit, signal)));
-    for (const [i, lookup] of clusterWideRetries(plan, results))
-      results[i] = await runLookup(lookup, plan.limit, signal);
-    return decide(plan, results);
+    return decide(plan, await lookAll(plan, runLookup, timeoutMs));
   }
 
   return async (request, provider) => {
@@ -93,6 +89,34 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
     logDecision(opts.logger, request, { provider, named }, decision);
     return decision;
   };
+}
+
+/** The plan's lookups in parallel, then its cluster-wide retries, all under one deadline of `ms`. */
+async function lookAll(
+  plan: LookupPlan,
+  run: (lookup: Lookup, limit: number, signal: AbortSignal) => Promise<LookupResult>,
+  ms: number,
+): Promise<LookupResult[]> {
+  const deadline = lookupDeadline(ms);
+  try {
+    const { signal } = deadline;
+    const results = await Promise.all(plan.lookups.map((l) => run(l, plan.limit, signal)));
+    for (const [i, lookup] of clusterWideRetries(plan, results)) results[i] = await run(lookup, plan.limit, signal);
+    return results;
+  } finally {
+    deadline.clear();
+  }
+}
+
+/**
+ * A signal that aborts after `ms`, and its timer cleared once the lookups are done. Not AbortSignal.timeout: its timer
+ * cannot be cleared, so every review would leave one behind for the whole timeout (thousands of pending timers and
+ * signals at a few hundred deletes a second, each firing later for nothing).
+ */
+function lookupDeadline(ms: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms);
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
 function errorMessage(err: unknown): string {

@@ -8,8 +8,6 @@ export type Stage = "receiving" | "queued" | "deciding";
 export type PoolName = "deletes" | "rules";
 
 export const MAX_ORIGIN_LABELS = 32;
-const STAGES: readonly Stage[] = ["receiving", "queued", "deciding"];
-const POOLS: readonly PoolName[] = ["deletes", "rules"];
 
 /** One request's place in the gauge: move it between stages, and end it once it is answered. */
 export interface OpenRequest {
@@ -21,36 +19,50 @@ export interface OpenRequests {
   begin(remoteAddress: string | undefined, pool: PoolName): OpenRequest;
 }
 
-/** The gauge `dependency_webhook_requests_open`, registered on `registry`; without one, nothing is counted. */
+/**
+ * The gauge `dependency_webhook_requests_open`, registered on `registry`; without one, nothing is counted. A request
+ * moves plain counters (a few map updates); the gauge reads them when scraped, so a review pays no metric work here.
+ */
 export function createOpenRequests(registry?: Registry): OpenRequests {
-  const gauge = registry
-    ? new Gauge({
-        name: "dependency_webhook_requests_open",
-        help: `Requests open by origin (caller address; beyond ${MAX_ORIGIN_LABELS} at once, "other"), pool (deletes, rules) and stage (receiving, queued, deciding).`,
-        labelNames: ["origin", "pool", "stage"] as const,
-        registers: [registry],
-      })
-    : undefined;
-  const refs = new Map<string, number>(); // open requests of each origin that has its own series
-  const labelFor = (address: string): string => {
-    if (!refs.has(address) && refs.size >= MAX_ORIGIN_LABELS) return "other";
-    refs.set(address, (refs.get(address) ?? 0) + 1);
-    return address;
+  if (!registry) return { begin: () => UNCOUNTED };
+  // Each origin with its own series, and "other": its open requests and its series by pool and stage, as the gauge
+  // shows them (created at the first request in that stage, kept, possibly at 0, while the origin has requests open;
+  // "other"'s are kept).
+  const origins = new Map<string, Origin>();
+  new Gauge({
+    name: "dependency_webhook_requests_open",
+    help: `Requests open by origin (caller address; beyond ${MAX_ORIGIN_LABELS} at once, "other"), pool (deletes, rules) and stage (receiving, queued, deciding).`,
+    labelNames: ["origin", "pool", "stage"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [origin, o] of origins)
+        for (const { pool, stage, open } of o.series.values()) this.set({ origin, pool, stage }, open);
+    },
+  });
+  const enter = (label: string) => {
+    const o: Origin = origins.get(label) ?? { refs: 0, series: new Map() };
+    o.refs++;
+    origins.set(label, o);
+    return o;
   };
-  const unref = (label: string): void => {
-    if (label === "other") return;
-    const n = (refs.get(label) ?? 1) - 1;
-    if (n > 0) return void refs.set(label, n);
-    refs.delete(label);
-    for (const pool of POOLS) for (const stage of STAGES) gauge?.remove({ origin: label, pool, stage });
+  const originOf = (address: string) => {
+    // "other" does not count towards the origins that have their own series.
+    const own = origins.size - (origins.has("other") ? 1 : 0);
+    const label = !origins.has(address) && own >= MAX_ORIGIN_LABELS ? "other" : address;
+    return { label, o: enter(label) };
   };
   return {
     begin(remoteAddress, pool) {
-      const origin = labelFor((remoteAddress ?? "unknown").replace(/^::ffff:/, ""));
+      const { label, o } = originOf((remoteAddress ?? "unknown").replace(/^::ffff:/, ""));
       let current: Stage | undefined;
       const move = (next: Stage | undefined): void => {
-        if (current) gauge?.dec({ origin, pool, stage: current });
-        if (next) gauge?.inc({ origin, pool, stage: next });
+        if (current) (o.series.get(`${pool} ${current}`) as { open: number }).open--;
+        if (next) {
+          const s = o.series.get(`${pool} ${next}`);
+          if (s) s.open++;
+          else o.series.set(`${pool} ${next}`, { pool, stage: next, open: 1 });
+        }
         current = next;
       };
       let ended = false;
@@ -60,9 +72,17 @@ export function createOpenRequests(registry?: Registry): OpenRequests {
           if (ended) return;
           ended = true;
           move(undefined);
-          unref(origin);
+          if (--o.refs === 0 && label !== "other") origins.delete(label);
         },
       };
     },
   };
 }
+
+/** An origin's open requests, and its series by `<pool> <stage>`. */
+interface Origin {
+  refs: number;
+  series: Map<string, { pool: PoolName; stage: Stage; open: number }>;
+}
+
+const UNCOUNTED: OpenRequest = { stage: () => undefined, end: () => undefined };

@@ -58,6 +58,7 @@ export function requestServer(deps: RequestDeps): Serve {
 /** The checks that need no body; a refused request is answered here and gets undefined. */
 function transportChecks(deps: RequestDeps): (req: http.IncomingMessage, res: http.ServerResponse) => Served | void {
   const { capacity, replies, refused } = deps;
+  const routeOf = memoized((url) => route(url, { legacyValidateRoute: deps.legacyValidateRoute }));
   let legacyWarned = false;
   return (req, res) => {
     if (capacity.connections.isOverCapacity(req.socket)) {
@@ -71,7 +72,7 @@ function transportChecks(deps: RequestDeps): (req: http.IncomingMessage, res: ht
       return replies.refuse(req, res, 401, `${unauthenticated}: only kcp may call this webhook`);
     }
     // Answers before the body is read close the connection, so an unread body is never parsed as the next request.
-    const r = route(req.url ?? "/", { legacyValidateRoute: deps.legacyValidateRoute });
+    const r = routeOf(req.url ?? "/");
     if (!r.ok) {
       if (r.message === LEGACY_ROUTE_DISABLED && !legacyWarned) {
         legacyWarned = true; // once: a VWC still pointing at /validate would otherwise log on every DELETE
@@ -89,6 +90,22 @@ function transportChecks(deps: RequestDeps): (req: http.IncomingMessage, res: ht
       return replies.refuse(req, res, 415, message);
     }
     return r;
+  };
+}
+
+/**
+ * `f` remembering its answers for up to 64 arguments at once (then it starts over): kcp calls the same few URLs, and
+ * matching one costs a regular expression, a decode and a name check on every review otherwise.
+ */
+function memoized<T>(f: (key: string) => T): (key: string) => T {
+  const known = new Map<string, T>();
+  return (key) => {
+    const hit = known.get(key);
+    if (hit !== undefined) return hit;
+    const value = f(key);
+    if (known.size >= 64) known.clear();
+    known.set(key, value);
+    return value;
   };
 }
 
