@@ -3,6 +3,7 @@
 // noisy; the verdict is for the reader). A target whose phase did not run, or ran at other sizes, says so.
 import type { LookupMode } from "../tools/kcp/topology.ts";
 import { finalizerTargetRows } from "./finalizer-tables.ts";
+import type { LatencyResult } from "./latency.ts";
 import type { BenchReport } from "./results.ts";
 import { histogramQuantile, type Histogram, type HistogramSummary } from "./stats.ts";
 import { f, x, type TargetRow } from "./table.ts";
@@ -53,6 +54,7 @@ function decisionRows(rep: BenchReport): TargetRow[] {
     },
   ];
   for (const n of [...new Set(latency.map((l) => l.n))].sort((a, b) => a - b)) {
+    rows.push(reviewCpuRow(latency, n));
     const ratio = (mode: LookupMode) =>
       latency.find((l) => l.n === n && l.mode === mode)?.ratios.allowedOverUnprotected.p50 ?? NaN;
     rows.push({
@@ -64,6 +66,25 @@ function decisionRows(rep: BenchReport): TargetRow[] {
     });
   }
   return rows;
+}
+
+/**
+ * The webhook's CPU per allowed DELETE at N (from /proc, 10 ms ticks summed over the series), with its CPU per
+ * unprotected DELETE beside it: what it spends meanwhile on anything else (watches, timers, GC), for scale.
+ */
+function reviewCpuRow(latency: LatencyResult[], n: number): TargetRow {
+  const cpu = (mode: LookupMode) => latency.find((l) => l.n === n && l.mode === mode)?.cpuMsPerOp;
+  const text = (mode: LookupMode) => {
+    const c = cpu(mode);
+    return c ? `${f(c.protectedAllowed.webhook, 2)} ms (unprotected: ${f(c.unprotected.webhook, 2)} ms)` : "–";
+  };
+  return {
+    target: `(a) webhook CPU per allowed DELETE review, N=${n}`,
+    index: text("index"),
+    live: text("live"),
+    goal: "≤ 0.5 ms",
+    verdict: verdict(cpu("index")?.protectedAllowed.webhook ?? NaN, (v) => v <= 0.5),
+  };
 }
 
 function teardownRows(rep: BenchReport): TargetRow[] {
