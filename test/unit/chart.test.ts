@@ -1,6 +1,7 @@
-// The Helm chart (deploy/chart): `helm lint`, and `helm template` in three configurations (default values with kcp's
+// The Helm chart (deploy/chart): `helm lint`, and `helm template` in five configurations (default values with kcp's
 // addresses, the one value a release must give; several replicas with a cert-manager ClusterIssuer, a LoadBalancer
-// and a NetworkPolicy; an existing TLS Secret with the NetworkPolicy opted out). Every rendered object is validated offline
+// and a NetworkPolicy; an existing TLS Secret with the NetworkPolicy opted out; and two in the Go original's value
+// shape, one image per binary with an existing Secret or an issuer named alone). Every rendered object is validated offline
 // against the Kubernetes, cert-manager and prometheus-operator schemas (kubernetes-models), the objects are checked
 // to fit together (selectors, named ports, probe ports, Secrets, certificate names), the binaries' own flag parsers
 // accept the rendered arguments, and wrong values fail with the message that says what to change.
@@ -150,7 +151,19 @@ interface Expect {
   limits: TransportLimits;
   /** The shard origins the index may follow besides the dep-ctrl export's (--virtual-workspace-origins). */
   virtualWorkspaceOrigins?: string[];
+  /** Each pod's image reference and pull policy. */
+  images: Record<"controller" | "webhook", { image: string; pullPolicy: string }>;
 }
+
+const sharedImage = (image: string, pullPolicy = "IfNotPresent"): Expect["images"] => ({
+  controller: { image, pullPolicy },
+  webhook: { image, pullPolicy },
+});
+/** The Go original's shape: one relocated image per binary (deploy/chart/ci/original-shape-*-values.yaml). */
+const originalImages = (pullPolicy: string): Expect["images"] => ({
+  controller: { image: "registry.airgap.example/opendefense/dependency-controller:0.1.0", pullPolicy },
+  webhook: { image: "registry.airgap.example/opendefense/dependency-webhook:0.1.0", pullPolicy },
+});
 
 const CONFIGS: { name: string; files: string[]; release: string; expect: Expect }[] = [
   {
@@ -178,6 +191,7 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
       serviceMonitor: false,
       networkPolicy: { cidrs: ["10.20.0.0/16"], peers: 0, metricsNamespace: "" },
       limits: DEFAULT_LIMITS,
+      images: sharedImage("kcp-dependency-controller:0.1.0"),
     },
   },
   {
@@ -213,6 +227,9 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
         minBodyBytesPerSecond: 65_536,
       },
       virtualWorkspaceOrigins: ["https://shard-0.kcp.example.com:6443", "https://shard-1.kcp.example.com:6443"],
+      images: sharedImage(
+        "registry.example.com/platform/kcp-dependency-controller@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+      ),
     },
   },
   {
@@ -240,6 +257,63 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
       serviceMonitor: false,
       networkPolicy: false,
       limits: DEFAULT_LIMITS,
+      images: sharedImage("kcp-dependency-controller:0.1.0"),
+    },
+  },
+  {
+    name: "the Go original's shape: an image per binary, an existing TLS Secret (ci/original-shape-existing-secret-values.yaml)",
+    files: [path.join(CHART, "ci/original-shape-existing-secret-values.yaml")],
+    release: "dep-ctrl",
+    expect: {
+      fullname: "dep-ctrl-kcp-dependency-controller",
+      namespace: "dependency-system",
+      webhookUrl: "https://dep-ctrl-kcp-dependency-controller-webhook.dependency-system.svc",
+      controllerReplicas: 1,
+      webhookReplicas: 2,
+      tlsSecret: "dependency-webhook-tls",
+      certManager: false,
+      extraSans: [],
+      kubeconfigSecrets: {
+        controller: "kcp-controller-kubeconfig",
+        webhook: "kcp-webhook-kubeconfig",
+        key: "kubeconfig",
+        rendered: false,
+      },
+      antiAffinity: "soft",
+      serviceType: "ClusterIP",
+      metrics: true,
+      serviceMonitor: false,
+      networkPolicy: { cidrs: ["10.20.0.0/16"], peers: 0, metricsNamespace: "" },
+      limits: DEFAULT_LIMITS,
+      images: originalImages("Always"),
+    },
+  },
+  {
+    name: "the Go original's shape: an image per binary, an issuer named alone (ci/original-shape-cert-manager-values.yaml)",
+    files: [path.join(CHART, "ci/original-shape-cert-manager-values.yaml")],
+    release: "dep-ctrl",
+    expect: {
+      fullname: "dep-ctrl-kcp-dependency-controller",
+      namespace: "dependency-system",
+      webhookUrl: "https://dep-ctrl-kcp-dependency-controller-webhook.dependency-system.svc",
+      controllerReplicas: 1,
+      webhookReplicas: 2,
+      tlsSecret: "dep-ctrl-kcp-dependency-controller-webhook-tls",
+      certManager: { issuer: "platform-issuer", kind: "ClusterIssuer" },
+      extraSans: [],
+      kubeconfigSecrets: {
+        controller: "kcp-controller-kubeconfig",
+        webhook: "kcp-webhook-kubeconfig",
+        key: "kubeconfig",
+        rendered: false,
+      },
+      antiAffinity: "soft",
+      serviceType: "ClusterIP",
+      metrics: true,
+      serviceMonitor: false,
+      networkPolicy: { cidrs: ["10.20.0.0/16"], peers: 0, metricsNamespace: "" },
+      limits: DEFAULT_LIMITS,
+      images: originalImages("IfNotPresent"),
     },
   },
 ];
@@ -383,6 +457,13 @@ for (const config of CONFIGS) {
       );
     });
 
+    it("each pod runs the image its values name", () => {
+      for (const component of ["controller", "webhook"] as const) {
+        const c = one(objects, "Deployment", name(component)).spec?.template.spec?.containers[0];
+        assert.deepEqual({ image: c?.image, pullPolicy: c?.imagePullPolicy }, e.images[component], component);
+      }
+    });
+
     it("webhook Service and PodDisruptionBudget select the webhook pods", () => {
       const pod = must(one(objects, "Deployment", name("webhook")).spec?.template, "webhook pod");
       const svc = one(objects, "Service", name("webhook"));
@@ -511,13 +592,43 @@ for (const config of CONFIGS) {
   });
 }
 
-describe("helm chart: the webhook port is closed by default", () => {
-  const valuesFile = (name: string, text: string): string => {
-    const file = path.join(tmp, `${name}.yaml`);
-    writeFileSync(file, text);
-    return file;
+function valuesFile(name: string, text: string): string {
+  const file = path.join(tmp, `${name}.yaml`);
+  writeFileSync(file, text);
+  return file;
+}
+
+describe("helm chart: the Go original's per-binary image keys", () => {
+  const KCP = "  networkPolicy:\n    kcpCIDRs: [10.0.0.0/8]\n";
+  const DIGEST = (c: string): string => `sha256:${c.repeat(64)}`;
+  const images = (values: string): Record<string, string | undefined> => {
+    const objects = render("kdc", "ns", [valuesFile("images", values)]);
+    return Object.fromEntries(
+      (["controller", "webhook"] as const).map((c) => [
+        c,
+        one(objects, "Deployment", `kdc-kcp-dependency-controller-${c}`).spec?.template.spec?.containers[0]?.image,
+      ]),
+    );
   };
 
+  it("a binary's own pin wins over the shared one; its repository keeps the shared digest", () => {
+    const shared = `image:\n  repository: reg.example/kdc\n  digest: ${DIGEST("a")}\n`;
+    assert.deepEqual(
+      images(
+        `${shared}controller:\n  image:\n    repository: airgap.example/kdc\nwebhook:\n  image:\n    tag: "9.9"\n${KCP}`,
+      ),
+      { controller: `airgap.example/kdc@${DIGEST("a")}`, webhook: "reg.example/kdc:9.9" },
+    );
+    assert.deepEqual(
+      images(
+        `${shared}controller:\n  image:\n    tag: "9.9"\n    digest: ${DIGEST("b")}\nwebhook:\n  image: {}\n${KCP}`,
+      ),
+      { controller: `reg.example/kdc@${DIGEST("b")}`, webhook: `reg.example/kdc@${DIGEST("a")}` },
+    );
+  });
+});
+
+describe("helm chart: the webhook port is closed by default", () => {
   it("refuses to render the default values: they do not say where kcp calls from", () => {
     const r = helm(["template", "kdc", CHART]);
     assert.notEqual(r.status, 0, "rendering must fail");
@@ -589,7 +700,7 @@ describe("helm chart: wrong values fail with a message that says what to change"
     },
     {
       name: "an existing Secret and cert-manager at once",
-      values: "webhook:\n  tls:\n    existingSecret: my-tls\n",
+      values: "webhook:\n  tls:\n    existingSecret: my-tls\n    certManager:\n      enabled: true\n",
       message: /existingSecret \("my-tls"\) and certManager\.enabled are exclusive/,
     },
     {
@@ -619,6 +730,28 @@ describe("helm chart: wrong values fail with a message that says what to change"
       message: /minAvailable=2 with webhook\.replicas=2 would block every node drain/,
     },
     { name: "an unknown log level", values: "logLevel: verbose\n", message: /logLevel/ },
+    // Keys of the Go original's chart this chart does not take are refused by name, never ignored
+    // (docs/compatibility.md says what replaces each).
+    {
+      name: "the original's kcpBaseHost",
+      values: "kcpBaseHost: https://kcp.example.com:6443\n",
+      message: /at '': additional properties 'kcpBaseHost' not allowed/,
+    },
+    {
+      name: "the original's webhook.tlsCertDir",
+      values: "webhook:\n  tlsCertDir: /etc/webhook-tls\n",
+      message: /at '\/webhook': additional properties 'tlsCertDir' not allowed/,
+    },
+    {
+      name: "the original's controller.healthProbeBindAddress",
+      values: 'controller:\n  healthProbeBindAddress: ":8081"\n',
+      message: /at '\/controller': additional properties 'healthProbeBindAddress' not allowed/,
+    },
+    {
+      name: "an image key the original did not have",
+      values: "webhook:\n  image:\n    registry: registry.airgap.example\n",
+      message: /at '\/webhook\/image': additional properties 'registry' not allowed/,
+    },
     {
       name: "a LoadBalancer open to every address",
       values: "webhook:\n  service:\n    type: LoadBalancer\n",

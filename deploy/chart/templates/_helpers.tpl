@@ -47,12 +47,29 @@ app.kubernetes.io/component: {{ .component }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/*
+The image of one binary; include with (dict "ctx" $ "component" "controller"). `<component>.image` is the Go original's
+per-binary shape (e.g. each relocated into an air-gapped registry): each of its keys that is set wins over the shared
+`image`'s. A pin of the component (digest, else tag) wins over the shared pin (digest, else tag, else appVersion): a
+digest survives relocation, so a relocated repository keeps the shared digest.
+*/}}
 {{- define "kdc.image" -}}
-{{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- $shared := .ctx.Values.image -}}
+{{- $own := (index .ctx.Values .component).image -}}
+{{- $repository := $own.repository | default $shared.repository -}}
+{{- if $own.digest -}}
+{{ $repository }}@{{ $own.digest }}
+{{- else if $own.tag -}}
+{{ $repository }}:{{ $own.tag }}
+{{- else if $shared.digest -}}
+{{ $repository }}@{{ $shared.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ $repository }}:{{ $shared.tag | default .ctx.Chart.AppVersion }}
 {{- end -}}
+{{- end -}}
+
+{{- define "kdc.imagePullPolicy" -}}
+{{ (index .ctx.Values .component).image.pullPolicy | default .ctx.Values.image.pullPolicy }}
 {{- end -}}
 
 {{- define "kdc.controller.serviceAccountName" -}}
@@ -77,6 +94,20 @@ app.kubernetes.io/component: {{ .component }}
 
 {{- define "kdc.webhook.kubeconfigSecret" -}}
 {{ default (printf "%s-kubeconfig" (include "kdc.webhook.name" .)) .Values.webhook.kubeconfig.secretName }}
+{{- end -}}
+
+{{/*
+"true" when cert-manager issues the serving certificate: webhook.tls.certManager.enabled when it is set; left unset
+(null, the default), cert-manager issues it unless webhook.tls.existingSecret names a Secret. So a values file in the
+Go original's shape, whose chart defaulted certManager.enabled to false, works with only existingSecret set.
+*/}}
+{{- define "kdc.webhook.certManager" -}}
+{{- $tls := .Values.webhook.tls -}}
+{{- if kindIs "invalid" $tls.certManager.enabled -}}
+{{- if not $tls.existingSecret }}true{{ end -}}
+{{- else if $tls.certManager.enabled -}}
+true
+{{- end -}}
 {{- end -}}
 
 {{/* The Secret with the webhook's tls.crt, tls.key and ca.crt. */}}
@@ -151,10 +182,10 @@ Included once, from the webhook Deployment.
 */}}
 {{- define "kdc.validate" -}}
 {{- $tls := .Values.webhook.tls -}}
-{{- if and (not $tls.existingSecret) (not $tls.certManager.enabled) -}}
+{{- if and (not $tls.existingSecret) (not (include "kdc.webhook.certManager" .)) -}}
 {{- fail "webhook.tls: the webhook needs a serving certificate. Either set webhook.tls.certManager.enabled=true (cert-manager issues it; without webhook.tls.certManager.issuerRef.name the chart creates a self-signed CA), or set webhook.tls.existingSecret to a kubernetes.io/tls Secret holding tls.crt, tls.key and ca.crt." -}}
 {{- end -}}
-{{- if and $tls.existingSecret $tls.certManager.enabled -}}
+{{- if and $tls.existingSecret (include "kdc.webhook.certManager" .) -}}
 {{- fail (printf "webhook.tls: existingSecret (%q) and certManager.enabled are exclusive: set webhook.tls.certManager.enabled=false to use your Secret, or unset webhook.tls.existingSecret to let cert-manager issue the certificate." $tls.existingSecret) -}}
 {{- end -}}
 {{- if and (gt (int .Values.controller.replicas) 1) (not .Values.controller.leaderElection.enabled) -}}
