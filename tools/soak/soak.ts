@@ -25,7 +25,7 @@ export interface SoakOptions {
   seed: number;
   durationMs: number;
   workers: number;
-  /** The consistency window the checker allows (see the README's Soak section). */
+  /** The consistency window the checker allows (docs/soak.md). */
   windowMs: number;
   /** I3's bound for deletions to complete and protection to return. */
   boundMs: number;
