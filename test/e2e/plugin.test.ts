@@ -1,10 +1,11 @@
 // The kubectl plugin on real kcp, run as a process the way kubectl runs it, with the user's own kubeconfig:
 // `why` prints every blocker the webhook denies with (past the message's cap of ten, through kcp's
 // status.details.causes), exits 1, then 0 once the dependents are gone; `graph` draws the topology's rule; `check`
-// finds a planted dangling reference; a user without rights gets a sentence, not a stack trace.
+// finds a planted dangling reference; a user without rights gets a sentence, not a stack trace. The single-file build
+// (hack/plugin/build.ts, Node's SEA), alone in an empty directory on a PATH without Node, answers `why` as the source.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { chmodSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { startKcp } from "../../tools/kcp/harness.ts";
@@ -12,6 +13,7 @@ import { PATHS, TOKENS } from "../../tools/kcp/topology.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { VMS, VPCS, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
+import { buildBinary } from "../../hack/plugin/build.ts";
 
 const OUTSIDER = { token: "outsider-token", user: "outsider" };
 const e2e = e2eSuite(() => startKcp({ tokens: [...TOKENS, OUTSIDER] }));
@@ -43,6 +45,12 @@ function asAdmin(workspace: string, ...args: string[]): Promise<Run> {
     "--context=base",
     `--workspace=${workspace}`,
   ]);
+}
+
+async function which(command: string): Promise<string> {
+  const r = await exec("/bin/sh", ["-c", `command -v ${command}`]);
+  assert.equal(r.code, 0, `${command} is on PATH`);
+  return r.stdout.trim();
 }
 
 const VM_NAMES = Array.from({ length: 12 }, (_, i) => `vm-${String(i + 1).padStart(2, "0")}`);
@@ -114,6 +122,36 @@ describe("kubectl dependencies on real kcp", () => {
     const after = await asAdmin(PATHS.consumer1, "why", "vpc/big-vpc");
     assert.equal(after.code, 0, after.stdout + after.stderr);
     assert.match(after.stdout, /vpcs\/big-vpc \(root:consumer1, namespace default\): can be deleted now/);
+  });
+
+  it("the single-file plugin, alone on a PATH without Node, answers why as the source does", async () => {
+    const ws = e2e.kcp.ws(PATHS.consumer2);
+    await create(ws, vpc("sea-vpc"), vm("sea-vm", { vpc: "sea-vpc" }));
+    await waitForProtection(ws, `${at(VPCS)}/sea-vpc`, true);
+    const built = buildBinary(path.join(e2e.kcp.rootDir, "plugin-build"));
+    // Two directories and nothing else on PATH: the plugin copied alone, and kubectl.
+    const alone = path.join(e2e.kcp.rootDir, "plugin-alone");
+    const tools = path.join(e2e.kcp.rootDir, "kubectl-only");
+    mkdirSync(alone);
+    mkdirSync(tools);
+    copyFileSync(built, path.join(alone, "kubectl-dependencies"));
+    chmodSync(path.join(alone, "kubectl-dependencies"), 0o755);
+    symlinkSync(realpathSync(await which("kubectl")), path.join(tools, "kubectl"));
+    const env = { PATH: `${alone}:${tools}`, HOME: alone };
+    assert.notEqual((await exec("/bin/sh", ["-c", "command -v node"], env)).code, 0, "no node on this PATH");
+    const flags = [`--kubeconfig=${e2e.kcp.adminKubeconfig}`, "--context=base", `--workspace=${PATHS.consumer2}`];
+
+    const single = await exec(path.join(tools, "kubectl"), ["dependencies", "why", "vpc/sea-vpc", ...flags], env);
+    const source = await exec(process.execPath, [PLUGIN, "why", "vpc/sea-vpc", ...flags]);
+    assert.equal(source.code, 1, source.stdout + source.stderr);
+    assert.match(source.stdout, /still referenced by 1 object/);
+    assert.deepEqual(single, source, "the single file answers as the source");
+
+    await ws.request("DELETE", `${at(VMS)}/sea-vm`);
+    await waitForProtection(ws, `${at(VPCS)}/sea-vpc`, false);
+    const free = await exec(path.join(tools, "kubectl"), ["dependencies", "why", "vpc/sea-vpc", ...flags], env);
+    assert.equal(free.code, 0, free.stdout + free.stderr);
+    assert.match(free.stdout, /vpcs\/sea-vpc \(root:consumer2, namespace default\): can be deleted now/);
   });
 
   it("graph -o mermaid: the topology's rule as edges from VirtualMachine to VPC and Subnet", async () => {
