@@ -165,6 +165,41 @@ const originalImages = (pullPolicy: string): Expect["images"] => ({
   webhook: { image: "registry.airgap.example/opendefense/dependency-webhook:0.1.0", pullPolicy },
 });
 
+/** A release from values in the Go original's shape (deploy/chart/ci/original-shape-<file>-values.yaml). */
+function originalShape(
+  what: string,
+  file: string,
+  differs: Pick<Expect, "tlsSecret" | "certManager" | "images">,
+): (typeof CONFIGS)[number] {
+  const values = `ci/original-shape-${file}-values.yaml`;
+  return {
+    name: `the Go original's shape: an image per binary, ${what} (${values})`,
+    files: [path.join(CHART, values)],
+    release: "dep-ctrl",
+    expect: {
+      fullname: "dep-ctrl-kcp-dependency-controller",
+      namespace: "dependency-system",
+      webhookUrl: "https://dep-ctrl-kcp-dependency-controller-webhook.dependency-system.svc",
+      controllerReplicas: 1,
+      webhookReplicas: 2,
+      extraSans: [],
+      kubeconfigSecrets: {
+        controller: "kcp-controller-kubeconfig",
+        webhook: "kcp-webhook-kubeconfig",
+        key: "kubeconfig",
+        rendered: false,
+      },
+      antiAffinity: "soft",
+      serviceType: "ClusterIP",
+      metrics: true,
+      serviceMonitor: false,
+      networkPolicy: { cidrs: ["10.20.0.0/16"], peers: 0, metricsNamespace: "" },
+      limits: DEFAULT_LIMITS,
+      ...differs,
+    },
+  };
+}
+
 const CONFIGS: { name: string; files: string[]; release: string; expect: Expect }[] = [
   {
     name: "default values and kcp's addresses (ci/minimal-values.yaml)",
@@ -260,62 +295,16 @@ const CONFIGS: { name: string; files: string[]; release: string; expect: Expect 
       images: sharedImage("kcp-dependency-controller:0.1.0"),
     },
   },
-  {
-    name: "the Go original's shape: an image per binary, an existing TLS Secret (ci/original-shape-existing-secret-values.yaml)",
-    files: [path.join(CHART, "ci/original-shape-existing-secret-values.yaml")],
-    release: "dep-ctrl",
-    expect: {
-      fullname: "dep-ctrl-kcp-dependency-controller",
-      namespace: "dependency-system",
-      webhookUrl: "https://dep-ctrl-kcp-dependency-controller-webhook.dependency-system.svc",
-      controllerReplicas: 1,
-      webhookReplicas: 2,
-      tlsSecret: "dependency-webhook-tls",
-      certManager: false,
-      extraSans: [],
-      kubeconfigSecrets: {
-        controller: "kcp-controller-kubeconfig",
-        webhook: "kcp-webhook-kubeconfig",
-        key: "kubeconfig",
-        rendered: false,
-      },
-      antiAffinity: "soft",
-      serviceType: "ClusterIP",
-      metrics: true,
-      serviceMonitor: false,
-      networkPolicy: { cidrs: ["10.20.0.0/16"], peers: 0, metricsNamespace: "" },
-      limits: DEFAULT_LIMITS,
-      images: originalImages("Always"),
-    },
-  },
-  {
-    name: "the Go original's shape: an image per binary, an issuer named alone (ci/original-shape-cert-manager-values.yaml)",
-    files: [path.join(CHART, "ci/original-shape-cert-manager-values.yaml")],
-    release: "dep-ctrl",
-    expect: {
-      fullname: "dep-ctrl-kcp-dependency-controller",
-      namespace: "dependency-system",
-      webhookUrl: "https://dep-ctrl-kcp-dependency-controller-webhook.dependency-system.svc",
-      controllerReplicas: 1,
-      webhookReplicas: 2,
-      tlsSecret: "dep-ctrl-kcp-dependency-controller-webhook-tls",
-      certManager: { issuer: "platform-issuer", kind: "ClusterIssuer" },
-      extraSans: [],
-      kubeconfigSecrets: {
-        controller: "kcp-controller-kubeconfig",
-        webhook: "kcp-webhook-kubeconfig",
-        key: "kubeconfig",
-        rendered: false,
-      },
-      antiAffinity: "soft",
-      serviceType: "ClusterIP",
-      metrics: true,
-      serviceMonitor: false,
-      networkPolicy: { cidrs: ["10.20.0.0/16"], peers: 0, metricsNamespace: "" },
-      limits: DEFAULT_LIMITS,
-      images: originalImages("IfNotPresent"),
-    },
-  },
+  originalShape("an existing TLS Secret", "existing-secret", {
+    tlsSecret: "dependency-webhook-tls",
+    certManager: false,
+    images: originalImages("Always"),
+  }),
+  originalShape("an issuer named alone", "cert-manager", {
+    tlsSecret: "dep-ctrl-kcp-dependency-controller-webhook-tls",
+    certManager: { issuer: "platform-issuer", kind: "ClusterIssuer" },
+    images: originalImages("IfNotPresent"),
+  }),
 ];
 
 /** The checks every Deployment must pass: hardened, probed on its health port, mounts that exist. */
@@ -730,28 +719,18 @@ describe("helm chart: wrong values fail with a message that says what to change"
       message: /minAvailable=2 with webhook\.replicas=2 would block every node drain/,
     },
     { name: "an unknown log level", values: "logLevel: verbose\n", message: /logLevel/ },
-    // Keys of the Go original's chart this chart does not take are refused by name, never ignored
-    // (docs/compatibility.md says what replaces each).
-    {
-      name: "the original's kcpBaseHost",
-      values: "kcpBaseHost: https://kcp.example.com:6443\n",
-      message: /at '': additional properties 'kcpBaseHost' not allowed/,
-    },
-    {
-      name: "the original's webhook.tlsCertDir",
-      values: "webhook:\n  tlsCertDir: /etc/webhook-tls\n",
-      message: /at '\/webhook': additional properties 'tlsCertDir' not allowed/,
-    },
-    {
-      name: "the original's controller.healthProbeBindAddress",
-      values: 'controller:\n  healthProbeBindAddress: ":8081"\n',
-      message: /at '\/controller': additional properties 'healthProbeBindAddress' not allowed/,
-    },
-    {
-      name: "an image key the original did not have",
-      values: "webhook:\n  image:\n    registry: registry.airgap.example\n",
-      message: /at '\/webhook\/image': additional properties 'registry' not allowed/,
-    },
+    // Keys of the Go original's chart this chart does not take (docs/compatibility.md says what replaces each), and an
+    // image key it never had, are refused by name, never ignored.
+    ...[
+      { at: "", key: "kcpBaseHost", values: "kcpBaseHost: https://kcp.example.com:6443\n" },
+      { at: "/webhook", key: "tlsCertDir", values: "webhook:\n  tlsCertDir: /etc/webhook-tls\n" },
+      { at: "/controller", key: "healthProbeBindAddress", values: 'controller:\n  healthProbeBindAddress: ":8081"\n' },
+      { at: "/webhook/image", key: "registry", values: "webhook:\n  image:\n    registry: registry.airgap.example\n" },
+    ].map(({ at, key, values }) => ({
+      name: `the unknown key ${at}/${key}`,
+      values,
+      message: new RegExp(`at '${at}': additional properties '${key}' not allowed`),
+    })),
     {
       name: "a LoadBalancer open to every address",
       values: "webhook:\n  service:\n    type: LoadBalancer\n",
