@@ -1,6 +1,7 @@
 // The demo's walkthrough shows each step as the kubectl command a user would type and what kubectl prints for it,
 // while the requests go through the project's own kcp client: the demo needs no kubectl, and shows the same answers.
 import { isApiError, type RestClient } from "../src/kcp/rest.ts";
+import { waitFor } from "../tools/kcp/process.ts";
 
 /** A resource as kubectl names it: `vpc` → vpcs.network.test.io, and the printer columns its schema declares. */
 export interface Resource {
@@ -21,6 +22,11 @@ interface KubeObject {
 
 /** A scalar cell as kubectl prints it; empty when the field is unset. */
 const text = (v: unknown): string => (typeof v === "string" || typeof v === "number" ? String(v) : "");
+
+/** The status of condition `type` of an object, "" while it has none. */
+const conditionStatus = (o: KubeObject, type: string): string =>
+  ((o.status?.["conditions"] as { type: string; status: string }[] | undefined) ?? []).find((c) => c.type === type)
+    ?.status ?? "";
 
 export const RESOURCES = {
   vpc: { plural: "vpcs", singular: "vpc", group: "network.test.io", version: "v1", namespaced: true },
@@ -45,13 +51,7 @@ export const RESOURCES = {
       },
       { header: "ENFORCEMENT", cell: (o) => text(o.spec?.["enforcement"]) },
       { header: "DEPENDENCIES", cell: (o) => text(o.status?.["dependencyCount"]) },
-      {
-        header: "READY",
-        cell: (o) =>
-          ((o.status?.["conditions"] as { type: string; status: string }[] | undefined) ?? []).find(
-            (c) => c.type === "Ready",
-          )?.status ?? "",
-      },
+      { header: "READY", cell: (o) => conditionStatus(o, "Ready") },
     ],
   },
 } as const satisfies Record<string, Resource>;
@@ -94,6 +94,20 @@ export async function get(ws: RestClient, context: string, resources: Resource[]
     if (i > 0) info("");
     for (const line of table(rows)) info(line);
   }
+}
+
+/**
+ * `kubectl --context=<context> wait --for=condition=<type> <singular>/<name>`: waits, as kubectl does, until the
+ * condition is True (kubectl's default timeout is 30 s; a loaded machine gets longer).
+ */
+export async function wait(ws: RestClient, context: string, r: Resource, name: string, type: string): Promise<void> {
+  console.log(`    $ kubectl --context=${context} wait --for=condition=${type} ${r.singular}/${name}`);
+  await waitFor(
+    `${r.singular}/${name} to be ${type}`,
+    async () => conditionStatus(await ws.get<KubeObject>(`${collection(r)}/${name}`), type) === "True" || undefined,
+    { timeoutMs: 120_000, intervalMs: 250 },
+  );
+  info(`${r.singular}.${r.group}/${name} condition met`);
 }
 
 /** `kubectl --context=<context> delete <singular> <name>`; returns whether it was deleted. */

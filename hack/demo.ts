@@ -66,7 +66,12 @@ async function setUp(kcp: Kcp, bins: Binaries): Promise<Topology> {
 async function walkthrough(kcp: Kcp, topo: Topology): Promise<void> {
   step(4, "The compute provider declares: VirtualMachines depend on the VPC and subnet they name");
   info("(each step shows the kubectl command a user would type; the demo sends it through its own kcp client)");
-  await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
+  const rule = vmRule(topo.vars);
+  await apply(kcp.ws(PATHS.compute), rule);
+  // The controller writes the rule's status a moment after the apply: wait for it as a user would, so the table
+  // shows the rule Ready with its dependencies counted rather than blank cells.
+  const name = rule[0]?.metadata.name ?? "";
+  await kubectl.wait(kcp.ws(PATHS.compute), "compute-provider", RESOURCES.dependencyrule, name, "Ready");
   await kubectl.get(kcp.ws(PATHS.compute), "compute-provider", [RESOURCES.dependencyrule]);
   await waitFor(
     "the webhook configuration in the network provider",

@@ -41,7 +41,16 @@ test("the demo shows a VPC delete blocked, then allowed, and exits with --exit",
     out,
     /virtualmachine\.compute\.test\.io "my-vm" deleted\n.*\n\s+vpc\.network\.test\.io "my-vpc" deleted/,
   );
-  assert.match(out, /vm-dependencies\s+VirtualMachine/);
+  // Step 4 shows the rule as a user sees it after `kubectl wait --for=condition=Ready`: READY and DEPENDENCIES
+  // filled in (the table's ENFORCEMENT cell is empty: the rule leaves spec.enforcement unset).
+  assert.match(
+    out,
+    /wait --for=condition=Ready dependencyrule\/vm-dependencies\n\s+dependencyrule\.dependencies\.opendefense\.cloud\/vm-dependencies condition met\n/,
+  );
+  assert.match(
+    out,
+    /NAME\s+DEPENDENT\s+ENFORCEMENT\s+DEPENDENCIES\s+READY\s+AGE\n\s+vm-dependencies\s+VirtualMachine\s+(?:\S+\s+)?\d+\s+True\s+\d+s\n/,
+  );
   assert.match(out, /Done: the delete was blocked/);
   const rootDir = rootDirOf(out);
   assert.ok(rootDir, "the demo names its directory");
