@@ -55,12 +55,13 @@ digest survives relocation, so a relocated repository keeps the shared digest.
 */}}
 {{- define "kdc.image" -}}
 {{- $shared := .ctx.Values.image -}}
-{{- $own := (index .ctx.Values .component).image -}}
-{{- $repository := $own.repository | default $shared.repository -}}
-{{- if $own.digest -}}
-{{ $repository }}@{{ $own.digest }}
-{{- else if $own.tag -}}
-{{ $repository }}:{{ $own.tag }}
+{{- /* dig: a release upgraded with --reuse-values keeps values from before these keys existed. */ -}}
+{{- $own := index .ctx.Values .component -}}
+{{- $repository := dig "image" "repository" "" $own | default $shared.repository -}}
+{{- if dig "image" "digest" "" $own -}}
+{{ $repository }}@{{ dig "image" "digest" "" $own }}
+{{- else if dig "image" "tag" "" $own -}}
+{{ $repository }}:{{ dig "image" "tag" "" $own }}
 {{- else if $shared.digest -}}
 {{ $repository }}@{{ $shared.digest }}
 {{- else -}}
@@ -69,7 +70,7 @@ digest survives relocation, so a relocated repository keeps the shared digest.
 {{- end -}}
 
 {{- define "kdc.imagePullPolicy" -}}
-{{ (index .ctx.Values .component).image.pullPolicy | default .ctx.Values.image.pullPolicy }}
+{{ dig "image" "pullPolicy" "" (index .ctx.Values .component) | default .ctx.Values.image.pullPolicy }}
 {{- end -}}
 
 {{- define "kdc.controller.serviceAccountName" -}}
