@@ -8,7 +8,7 @@
 // helm is hack/helm/build.sh's (built once from Go modules and cached; HELM_BIN to use another).
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -26,7 +26,7 @@ import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1";
 import type { ICertificate, IIssuer } from "@kubernetes-models/cert-manager/cert-manager.io/v1";
 import type { IServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
-import { parseAllDocuments, parse as parseYaml } from "yaml";
+import { parseAllDocuments, parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { parseConfig } from "../../src/cmd/controller.ts";
 import { imageCommand } from "../../tools/kcp/binaries.ts";
 import { parseConfig as parseWebhookConfig } from "../../src/cmd/webhook.ts";
@@ -614,6 +614,21 @@ describe("helm chart: the Go original's per-binary image keys", () => {
       ),
       { controller: `reg.example/kdc@${DIGEST("b")}`, webhook: `reg.example/kdc@${DIGEST("a")}` },
     );
+  });
+
+  it("renders values from before the keys existed (a release upgraded with --reuse-values)", () => {
+    const chart = path.join(tmp, "chart-without-image-keys");
+    cpSync(CHART, chart, { recursive: true });
+    const values = parseYaml(readFileSync(path.join(chart, "values.yaml"), "utf8")) as Record<
+      string,
+      { image?: unknown }
+    >;
+    delete values["controller"]?.image;
+    delete values["webhook"]?.image;
+    writeFileSync(path.join(chart, "values.yaml"), stringifyYaml(values));
+    const r = helm(["template", "kdc", chart, "-f", path.join(CHART, "ci/minimal-values.yaml")]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal([...r.stdout.matchAll(/image: kcp-dependency-controller:0\.1\.0$/gm)].length, 2);
   });
 });
 
