@@ -29,8 +29,8 @@ export const EXCLUDED: Excluded = {
 /** Where the krew manifest says the archive is, unless --release-url says where it was published. */
 const UNPUBLISHED = "https://release-url-not-set.invalid";
 
-function run(cmd: string, args: string[]): string {
-  const r = spawnSync(cmd, args, { encoding: "utf8" });
+function run(cmd: string, args: string[], cwd?: string): string {
+  const r = spawnSync(cmd, args, { encoding: "utf8", cwd });
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}${r.stderr}`);
   return r.stdout;
 }
@@ -40,12 +40,15 @@ function seaBlob(work: string): Buffer {
   const bundle = collect(REPO, ENTRY, PACKAGES, EXCLUDED);
   const main = path.join(work, "main.cjs");
   writeFileSync(main, mainScript(bundle, EXCLUDED));
-  const config = path.join(work, "sea-config.json");
-  const blob = path.join(work, "sea.blob");
-  writeFileSync(config, JSON.stringify({ main, output: blob, disableExperimentalSEAWarning: true }));
-  run(process.execPath, ["--experimental-sea-config", config]);
+  // Paths relative to the build directory: the blob records the main script's path, and a build elsewhere must give
+  // the same bytes (the krew manifest's sha256 is then the same for the same sources).
+  writeFileSync(
+    path.join(work, "sea-config.json"),
+    JSON.stringify({ main: "main.cjs", output: "sea.blob", disableExperimentalSEAWarning: true }),
+  );
+  run(process.execPath, ["--experimental-sea-config", "sea-config.json"], work);
   process.stderr.write(`[plugin] ${bundle.modules.size} modules, ${readFileSync(main).length} bytes of script\n`);
-  return readFileSync(blob);
+  return readFileSync(path.join(work, "sea.blob"));
 }
 
 /** A gzipped tar holding the one file, owned by root, dated 1970: the same binary gives the same archive. */
