@@ -9,6 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { parseConfig, run } from "../../src/cmd/controller.ts";
 import { readCaBundle } from "../../src/controller/ca-bundle.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
+import { freePort } from "../../tools/kcp/process.ts";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "controller-cmd-"));
 
@@ -203,7 +204,7 @@ describe("run: startup errors are one clear line and exit code 1", () => {
   it("starts, serves /readyz and /metrics, and stops on abort", async () => {
     slices = [{ metadata: { name: "s" }, spec: { export: { name: "dependencies.opendefense.cloud" } }, status: {} }];
     const ac = new AbortController();
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const running = run(
       [
         `--kubeconfig=${kubeconfig(`${base}/clusters/root:dep-ctrl`)}`,
@@ -214,8 +215,10 @@ describe("run: startup errors are one clear line and exit code 1", () => {
       ],
       { env: {}, logger: silentLogger(), signal: ac.signal, stderr: () => undefined },
     );
+    // A generous bound: on a loaded 2-core machine the first list can take seconds; the test waits for the
+    // condition, not for a time.
     let ready = 0;
-    for (let i = 0; i < 100 && ready !== 200; i++) {
+    for (const deadline = Date.now() + 60_000; ready !== 200 && Date.now() < deadline;) {
       await new Promise((r) => setTimeout(r, 50));
       ready = (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status ?? 0;
     }
