@@ -208,3 +208,38 @@ describe("open-request gauge", () => {
     assert.ok((await values()).length <= 3, "only the shared series may stay");
   });
 });
+
+describe("keep-alive", () => {
+  it("keeps an idle connection past kcp's client's 90 s, so the client closes first and no review meets a closing socket", async () => {
+    const h = await start();
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const body = review("kept-alive");
+      const keepAlive = await new Promise<string>((resolve, reject) => {
+        const req = https.request(
+          {
+            host: "127.0.0.1",
+            port: h.server.port,
+            path: "/validate/net1",
+            method: "POST",
+            ca: [cert.ca],
+            agent,
+            headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+          },
+          (res) => {
+            res.resume();
+            res.on("end", () => resolve(String(res.headers["keep-alive"])));
+          },
+        );
+        req.on("error", reject);
+        req.end(body);
+      });
+      // Node announces its idle timeout; Node's default (5 s) is what made kcp's reviews fail with EOF.
+      const seconds = Number(/timeout=(\d+)/.exec(keepAlive)?.[1]);
+      assert.ok(seconds > 90, `Keep-Alive: ${keepAlive}`);
+    } finally {
+      agent.destroy();
+      await h.server.close();
+    }
+  });
+});

@@ -178,6 +178,9 @@ function tlsOptions(opts: WebhookServerOptions, pair: KeyPair) {
   };
 }
 
+/** Longer than Go's default idle-connection timeout (90 s), which kcp's webhook client uses. */
+export const KEEP_ALIVE_TIMEOUT_MS = 120_000;
+
 function createServer(
   opts: WebhookServerOptions,
   pair: KeyPair,
@@ -203,6 +206,11 @@ function createServer(
       });
     },
   );
+  // kcp's webhook client (Go's http.Transport, as kube-apiserver sets it up) keeps an idle connection for 90 s and
+  // reuses it. Node closes an idle keep-alive connection after 5 s by default: a review sent in the instant Node
+  // closes fails with EOF ("failed calling webhook ... EOF"), and with failurePolicy Fail that refuses a DELETE no
+  // rule refuses. Outlasting the client's idle timeout lets the client always close first.
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.on("tlsClientError", (err) => log.debug({ err: err.message }, "TLS handshake failed"));
   server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
     answerClientError(err, socket);
