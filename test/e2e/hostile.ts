@@ -18,7 +18,6 @@
 // hostile-provider.test.ts runs the cases on one kcp, hostile-provider-sharded.test.ts on two shards.
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
 import path from "node:path";
 import { after, test } from "node:test";
 import { RULE_AUTHORS_ANNOTATION } from "../../src/api/references.ts";
@@ -28,8 +27,9 @@ import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from
 import { scrapeSeries } from "../../tools/kcp/binaries.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
+import { CountingListener, FORGED_TIME, FORGERIES, forgedStatus, type Forgery } from "../../tools/kcp/forgeries.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
-import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
+import { bindGrant, tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import {
   EXPORT_NAME,
   IDENTITIES,
@@ -81,47 +81,6 @@ const ruleOf = (k: Kind, name: string): KObject =>
     dependent: { apiExportName: k.export, group: k.group, kind: k.kind, resource: k.resource },
   });
 
-/** A provider's grant that lets any authenticated user bind its export, as a provider open to all consumers has. */
-function bindGrant(exportName: string): KObject[] {
-  const name = `bind-${exportName}`;
-  const rbac = "rbac.authorization.k8s.io";
-  return [
-    {
-      apiVersion: `${rbac}/v1`,
-      kind: "ClusterRole",
-      metadata: { name },
-      rules: [{ apiGroups: ["apis.kcp.io"], resources: ["apiexports"], resourceNames: [exportName], verbs: ["bind"] }],
-    },
-    {
-      apiVersion: `${rbac}/v1`,
-      kind: "ClusterRoleBinding",
-      metadata: { name },
-      roleRef: { apiGroup: rbac, kind: "ClusterRole", name },
-      subjects: [{ apiGroup: rbac, kind: "Group", name: "system:authenticated" }],
-    },
-  ];
-}
-
-/** Counts TCP connections accepted on 127.0.0.1 and closes each at once: a tenant-chosen host, http or https. */
-class CountingListener {
-  count = 0;
-  private readonly server: Server;
-  port = 0;
-  constructor() {
-    this.server = createServer((s: Socket) => {
-      this.count++;
-      s.destroy();
-    });
-  }
-  async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    this.port = (this.server.address() as { port: number }).port;
-  }
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
-
 type Cond = {
   type: string;
   status: string;
@@ -131,39 +90,6 @@ type Cond = {
   observedGeneration?: number;
 };
 type RuleObject = { metadata: { generation: number }; status?: { conditions?: Cond[] } };
-
-/** A forged condition: one per reason the webhook read from a rule's status at 3571bae. */
-interface Forgery {
-  type: "DependentsIndexed" | "ReferencesValid";
-  status: "True" | "False" | "Unknown";
-  reason: string;
-}
-
-const FORGERIES: readonly Forgery[] = [
-  { type: "DependentsIndexed", status: "False", reason: "IndexRevoked" },
-  { type: "DependentsIndexed", status: "False", reason: "IndexLost" },
-  { type: "DependentsIndexed", status: "Unknown", reason: "IndexResyncing" },
-  { type: "DependentsIndexed", status: "True", reason: "LiveLookup" },
-  { type: "DependentsIndexed", status: "True", reason: "Indexed" },
-  { type: "ReferencesValid", status: "False", reason: "DependentInvalid" },
-  { type: "ReferencesValid", status: "False", reason: "ChecksDeclined" },
-];
-/** The forged conditions' time: a revocation "starting" in 2099 would refuse for 30 minutes from then. */
-const FORGED_TIME = "2099-01-01T00:00:00Z";
-
-const forgedStatus = (f: Forgery, generation: number) => ({
-  conditions: [
-    { ...f, message: "forged", lastTransitionTime: FORGED_TIME, observedGeneration: generation },
-    {
-      type: "Ready",
-      status: "True",
-      reason: "Ready",
-      message: "forged",
-      lastTransitionTime: FORGED_TIME,
-      observedGeneration: generation,
-    },
-  ],
-});
 
 const merge = "application/merge-patch+json";
 const slicePath = (name: string) => `${ENDPOINT_SLICES_PATH}/${name}`;

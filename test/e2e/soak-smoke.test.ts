@@ -1,6 +1,7 @@
 // The soak in its smoke size (tools/soak/, `npm run soak` for the long run): a fixed seed, four workers, faults every
-// 8–15 s, rule churn, a workspace deletion, the careless author and the hostile consumer on a two-shard kcp with two
-// webhook replicas behind one address; it fails on any violation of I1–I5. A short run with only the careless author
+// 8–15 s, rule churn, a workspace deletion, the careless author, the hostile consumer and the hostile provider (its
+// status forgeries all refused 403, its slice rewrites taken, its listener never connected to) on a two-shard kcp with
+// two webhook replicas behind one address; it fails on any violation of I1–I6. A short run with only the careless author
 // and the hostile consumer (no other fault, no rule churn inside it) makes I5 judge deletes while the faulty rule
 // stands, while the hostile consumer's dependents are over the index's names cap and budget, and while slow uploads
 // hold connections to both replicas: its own 503s must show up where documented, and nobody else may be refused.
@@ -14,6 +15,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { SoakEnv } from "../../tools/soak/env.ts";
 import { summary } from "../../tools/soak/report.ts";
+import type { History } from "../../tools/soak/history.ts";
 import { runSoak, type SoakOptions } from "../../tools/soak/soak.ts";
 
 const SEED = 20261122;
@@ -35,7 +37,10 @@ const base: SoakOptions = {
   hostileEveryMs: [5000, 15_000],
   hostileHoldMs: [10_000, 15_000],
   deleteWorkspace: true,
+  hostileProvider: true,
+  statusPolicy: true,
   weakened: false,
+  weakenedStatus: false,
   lookup: "index",
   log,
 };
@@ -64,6 +69,7 @@ test("soak smoke: 0 violations of I1–I5 under load, faults and churn (fixed se
   }
   assert.ok(history.faults.length > 0, "the smoke run injected no fault");
   assert.ok(result.checkedDeletes > 0, "the smoke run checked no dependency delete");
+  providerRefused(history);
   assert.deepEqual(
     result.violations.map((v) => `${v.invariant}: ${v.message}`),
     [],
@@ -101,6 +107,7 @@ test(
       "no dependents episode put both types over the index's names cap and budget",
     );
     assert.ok(result.checkedSlowUploads > 0, "no genuine delete was answered during slow uploads");
+    assert.ok(result.checkedProvider > 0, "no delete was answered while the hostile provider attacked");
     // The first dependents episode crosses both limits: its own deletes there get the documented 503.
     assert.ok(result.excusedHostile > 0, "the hostile consumer's own deletes were never refused 503");
     assert.deepEqual(
@@ -109,6 +116,27 @@ test(
     );
   },
 );
+
+/**
+ * The hostile provider forged its rule's status and rewrote its slice: kcp refused every status write (the maximal
+ * permission policy is on), took the slice rewrites, and its listener saw no connection (I6 judges that too).
+ */
+function providerRefused(history: History): void {
+  const episodes = (history.hostile ?? []).filter((e) => e.kind === "provider");
+  assert.ok(episodes.length >= 2, `the hostile provider ran ${episodes.length} episodes, not a status and a slice one`);
+  const forged = history.ops.filter((op) => op.kind === "forge-status");
+  assert.ok(forged.length > 0, "the hostile provider never tried to forge its rule's status");
+  assert.deepEqual(
+    forged.filter((op) => op.status !== 403).map((op) => `${op.status} ${op.message}`),
+    [],
+    "a status forgery was not refused 403",
+  );
+  assert.ok(
+    history.ops.some((op) => op.kind === "forge-slice" && op.status === 200),
+    "the hostile provider never rewrote its slice",
+  );
+  assert.equal(history.tenantConnections, 0, "a binary connected to the hostile provider's listener");
+}
 
 test(
   "soak: the checker catches a weakened build that allows deletes (I1 fires) and refuses others with 503 (I5 fires)",

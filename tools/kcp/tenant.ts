@@ -3,6 +3,7 @@
 // logical cluster (`authentication.kcp.io/scopes: cluster:<it>`, kcp.md §9), so a test that plays a tenant acts with
 // exactly what the tenant can do in its own workspace, and none of kcp-admin's reach (team rule: never kcp-admin).
 import { isApiError, RestClient } from "../../src/kcp/rest.ts";
+import type { KObject } from "./api.ts";
 import type { KcpEnv } from "./layout.ts";
 import { waitFor } from "./process.ts";
 
@@ -86,4 +87,25 @@ export async function tenant(env: KcpEnv, workspacePath: string, opts: TenantOpt
 /** The tenant's client at its workspace (see `tenant`); `tenant(...).token` when the raw token is needed too. */
 export async function tenantClient(env: KcpEnv, workspacePath: string, name?: string): Promise<RestClient> {
   return (await tenant(env, workspacePath, name ? { name } : {})).client;
+}
+
+/** A provider's grant that lets any authenticated user bind its export, as a provider open to all consumers has. */
+export function bindGrant(exportName: string): KObject[] {
+  const name = `bind-${exportName}`;
+  const rbac = "rbac.authorization.k8s.io";
+  return [
+    {
+      apiVersion: `${rbac}/v1`,
+      kind: "ClusterRole",
+      metadata: { name },
+      rules: [{ apiGroups: ["apis.kcp.io"], resources: ["apiexports"], resourceNames: [exportName], verbs: ["bind"] }],
+    },
+    {
+      apiVersion: `${rbac}/v1`,
+      kind: "ClusterRoleBinding",
+      metadata: { name },
+      roleRef: { apiGroup: rbac, kind: "ClusterRole", name },
+      subjects: [{ apiGroup: rbac, kind: "Group", name: "system:authenticated" }],
+    },
+  ];
 }

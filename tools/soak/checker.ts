@@ -1,5 +1,5 @@
 // The invariant checker: reads a History (kcp's own watch events and the workload's request log) and reports
-// violations of I1–I5 and the races inside the consistency window. Pure, and independent of the product: it imports
+// violations of I1–I6 and the races inside the consistency window. Pure, and independent of the product: it imports
 // nothing from src/, parses rules and field paths itself, and orders events on a shard by kcp's resourceVersions.
 // Each invariant has its own file under invariants/; this runs them in a fixed order, so reports are stable.
 import type { History } from "./history.ts";
@@ -9,6 +9,7 @@ import { checkDenials } from "./invariants/denials.ts";
 import { checkFailClosed } from "./invariants/fail-closed.ts";
 import type { CheckResult, Judging } from "./invariants/findings.ts";
 import { checkDeletes, checkDryRunDeletes } from "./invariants/protection.ts";
+import { checkTenantEndpoints } from "./invariants/tenant-endpoints.ts";
 import { Timeline } from "./invariants/timeline.ts";
 
 export { WORKSPACE_RESOURCE, workspaceRecheckMs } from "./invariants/convergence.ts";
@@ -30,6 +31,7 @@ export function check(h: History): CheckResult {
     excusedHostile: 0,
     checkedHostile: 0,
     checkedSlowUploads: 0,
+    checkedProvider: 0,
     readyShare: readyShare(h, tl),
   };
   const j: Judging = { h, tl, out, ws: (c) => h.workspaces[c] ?? c };
@@ -39,6 +41,7 @@ export function check(h: History): CheckResult {
   checkConvergence(j);
   checkFailClosed(j);
   checkCollateral(j);
+  checkTenantEndpoints(j);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // The soak's kcp: the sharded harness with the product topology (providers on the root shard), the soak's own
-// provider with a cluster-scoped type, four consumers over both shards, a hostile consumer and the careless author's
-// consent-less provider (tools/soak/tenants.ts), two webhook replicas behind a round-robin
+// provider with a cluster-scoped type, four consumers over both shards, a hostile consumer, the careless author's
+// consent-less provider (tools/soak/tenants.ts) and a hostile provider (hostile-provider.ts), two webhook replicas behind a round-robin
 // TCP proxy (the one URL the controller writes into every VWC), and the controller, each a process the soak may kill.
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -10,6 +10,7 @@ import { startShardedKcp, type ShardedKcp } from "../kcp/sharded.ts";
 import {
   PATHS,
   TOKENS,
+  applyDepCtrlApi,
   setupTopology,
   vmRule,
   type Binaries,
@@ -17,6 +18,8 @@ import {
   type Topology,
 } from "../kcp/topology.ts";
 import { AllowAllWebhook } from "./allow-all.ts";
+import { HOSTILE_PROVIDER, setupHostileProvider, type HostileProvider } from "./hostile-provider.ts";
+import { StatusReadingWebhook } from "./status-reader.ts";
 import type { ProcessExit } from "./history.ts";
 import { SOAK_PROVIDER, serverRule, setupSoakProvider, soakBinding } from "./provider.ts";
 import type { RoundRobinProxy } from "./proxy.ts";
@@ -40,6 +43,8 @@ export class SoakEnv {
   readonly consumers: Consumer[];
   /** The hostile consumer's workspace: no worker but the hostile one uses it (tools/soak/hostile.ts). */
   readonly hostile: Consumer;
+  /** The hostile provider: its tenant's connection, its counting listener, the URLs it forges. */
+  readonly provider: HostileProvider;
   readonly proxy: RoundRobinProxy;
   readonly webhooks: Supervised[];
   readonly controller: Supervised;
@@ -49,6 +54,7 @@ export class SoakEnv {
   /** Consumer workspaces a run deleted: later runs on this env leave them out. */
   readonly deletedWorkspaces = new Set<string>();
   private allowAll: AllowAllWebhook | undefined;
+  private statusReader: StatusReadingWebhook | undefined;
 
   private constructor(init: {
     kcp: ShardedKcp;
@@ -56,6 +62,7 @@ export class SoakEnv {
     bins: Binaries;
     consumers: Consumer[];
     hostile: Consumer;
+    provider: HostileProvider;
     proxy: RoundRobinProxy;
     webhooks: Supervised[];
     controller: Supervised;
@@ -68,6 +75,7 @@ export class SoakEnv {
     this.bins = init.bins;
     this.consumers = init.consumers;
     this.hostile = init.hostile;
+    this.provider = init.provider;
     this.proxy = init.proxy;
     this.webhooks = init.webhooks;
     this.controller = init.controller;
@@ -91,11 +99,14 @@ export class SoakEnv {
       const hostile = await setupHostileConsumer(kcp, topo);
       workspaces[hostile.cluster] = hostile.path;
       workspaces[await setupCarelessProvider(kcp)] = CARELESS_PROVIDER;
+      log(`${HOSTILE_PROVIDER}: gadgets, bound to dep-ctrl, index consent and a rule on VPCs, all with its own token`);
+      const provider = await setupHostileProvider(kcp);
+      workspaces[provider.cluster] = HOSTILE_PROVIDER;
       const processes = await startProcesses(kcp, lookup, log);
       log("rules: the fixtures' VM rule (compute provider) and the soak's server rule (churned)");
       await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
       await apply(kcp.ws(SOAK_PROVIDER), [serverRule(topo.vars, "full")]);
-      return new SoakEnv({ kcp, topo, consumers, hostile, workspaces, ...processes });
+      return new SoakEnv({ kcp, topo, consumers, hostile, provider, workspaces, ...processes });
     } catch (err) {
       await kcp.stop();
       throw err;
@@ -119,6 +130,28 @@ export class SoakEnv {
     this.proxy.dropConnections();
   }
 
+  /**
+   * The dep-ctrl export with or without its maximal permission policy. Without it a tenant's forged rule status lands
+   * (kcp.md §9); the soak turns it off only for --no-status-policy and --weakened-status, and back on after.
+   */
+  async statusPolicy(on: boolean): Promise<void> {
+    await applyDepCtrlApi(this.kcp, on);
+  }
+
+  /**
+   * Points the proxy at the weakened build that reads rules' status back (tools/soak/status-reader.ts: a test double
+   * in front of the real replicas, trusting the rules as `rules` shows them), or back at the replicas.
+   */
+  async readStatusBack(rules: (() => readonly Record<string, unknown>[]) | undefined): Promise<void> {
+    await this.statusReader?.close();
+    this.statusReader = undefined;
+    if (rules) {
+      this.statusReader = new StatusReadingWebhook(this.bins.certs, this.webhookPorts, rules);
+      this.proxy.backends = [await this.statusReader.listen()];
+    } else this.proxy.backends = this.webhookPorts;
+    this.proxy.dropConnections();
+  }
+
   logTails(lines = 30): string {
     return [...this.webhooks, this.controller]
       .map((s) => `--- ${s.name} ---\n${s.current?.proc.logTail(lines) ?? "(not started)"}`)
@@ -128,6 +161,9 @@ export class SoakEnv {
   async stop(): Promise<void> {
     await Promise.all([...this.webhooks, this.controller].map((s) => s.stop()));
     await this.allowAll?.close();
+    await this.statusReader?.close();
+    await this.provider.listener.close();
+    this.provider.conn.agent.destroy();
     await this.proxy.close();
     await this.kcp.stop();
   }

@@ -33,7 +33,9 @@ export type OpKind =
   | "rule-churn"
   | "probe"
   | "window-probe"
-  | "careless-rule";
+  | "careless-rule"
+  | "forge-status"
+  | "forge-slice";
 
 export interface OpRecord {
   id: number;
@@ -84,7 +86,8 @@ export type CarelessFlavour = "unreadable-path" | "no-index-consent";
  * slow uploads straight to the replicas (no genuine review may be refused for them).
  */
 export interface HostileEpisode {
-  kind: "dependents" | "slow-uploads";
+  /** provider: the hostile provider's forged rule status or endpoint slice (tools/soak/hostile-provider.ts). */
+  kind: "dependents" | "slow-uploads" | "provider";
   /** The hostile consumer's logical cluster and namespace (dependents episodes). */
   cluster: string;
   namespace: string;
@@ -127,8 +130,17 @@ export interface History {
   window: WindowSample[];
   /** Watch gaps (a relist after 410 Gone or a broken stream): the checker reports them. */
   gaps: { shard: string; what: string; at: number }[];
-  /** The hostile consumer's episodes (absent in histories from before it existed). */
+  /** The hostile consumer's and the hostile provider's episodes (absent in histories from before they existed). */
   hostile?: HostileEpisode[];
+  /**
+   * Connections the hostile provider's counting listener accepted: each is a binary following a URL a tenant wrote
+   * into its endpoint slice (I6; absent in histories from before the hostile provider existed).
+   */
+  tenantConnections?: number;
+  /** The weakened build that reads rules' status back (tools/soak/status-reader.ts), and whether kcp's maximal
+   * permission policy on the dep-ctrl export was off (so a tenant's forged status landed). */
+  statusReadBack?: boolean;
+  statusPolicyOff?: boolean;
 }
 
 export const keyOf = (k: ObjectKey): string => `${k.cluster}|${k.resource}|${k.namespace}|${k.name}`;

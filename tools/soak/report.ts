@@ -46,7 +46,8 @@ function hostileLines(h: History, r: CheckResult): string[] {
       `${r.checkedHostile} deletes answered while one was under way with no fault to excuse a refusal ` +
       `(${r.checkedSlowUploads} during slow uploads)`,
   ];
-  for (const e of episodes.slice(0, 6)) lines.push(`  ${e.kind}: ${e.detail}`);
+  for (const e of episodes.filter((x) => x.kind !== "provider").slice(0, 6)) lines.push(`  ${e.kind}: ${e.detail}`);
+  lines.push(...providerLines(h, r));
   lines.push(
     `refused without a verdict: ${Object.entries(r.refused)
       .map(([k, n]) => `${k} ${n}`)
@@ -55,10 +56,30 @@ function hostileLines(h: History, r: CheckResult): string[] {
   return lines;
 }
 
+/** The hostile provider's episodes, how kcp answered its writes, and its listener's connections (I6). */
+function providerLines(h: History, r: CheckResult): string[] {
+  const episodes = (h.hostile ?? []).filter((e) => e.kind === "provider");
+  const writes = (kind: string): string => {
+    const ops = h.ops.filter((op) => op.kind === kind);
+    const by = new Map<number, number>();
+    for (const op of ops) by.set(op.status, (by.get(op.status) ?? 0) + 1);
+    return `${ops.length} (${[...by].map(([status, n]) => `${status}: ${n}`).join(", ") || "none"})`;
+  };
+  const lines = [
+    `hostile provider: ${episodes.length} episodes; status forgeries ${writes("forge-status")}, slice rewrites ` +
+      `${writes("forge-slice")}; ${r.checkedProvider} deletes answered while one was under way with no fault to ` +
+      `excuse a refusal; its listener accepted ${h.tenantConnections ?? 0} connections`,
+  ];
+  for (const e of episodes.slice(0, 4)) lines.push(`  provider: ${e.detail}`);
+  return lines;
+}
+
 export function summary(h: History, r: CheckResult): string {
   const lines: string[] = [];
   lines.push(
-    `soak: seed ${h.seed}, ${Math.round((h.endedAt - h.startedAt) / 1000)} s, ${h.mode}${h.weakened ? ", WEAKENED BUILD" : ""}`,
+    `soak: seed ${h.seed}, ${Math.round((h.endedAt - h.startedAt) / 1000)} s, ${h.mode}${h.weakened ? ", WEAKENED BUILD" : ""}` +
+      (h.statusReadBack ? ", WEAKENED BUILD (rule status read back)" : "") +
+      (h.statusPolicyOff ? ", dep-ctrl export without its maximal permission policy" : ""),
   );
   const byKind = new Map<string, Record<string, number>>();
   for (const op of h.ops) {
@@ -102,7 +123,7 @@ export function summary(h: History, r: CheckResult): string {
       .map(([rule, share]) => `${rule} ${Math.round(share * 100)}% of the run`)
       .join(", ")}`,
   );
-  for (const inv of ["I1", "I2", "I3", "I4", "I5"] as Invariant[]) {
+  for (const inv of ["I1", "I2", "I3", "I4", "I5", "I6"] as Invariant[]) {
     const v = r.violations.filter((x) => x.invariant === inv);
     const races = r.races.filter((x) => x.invariant === inv);
     lines.push(`${inv}: ${v.length} violations, ${races.length} races inside the window`);

@@ -1,6 +1,7 @@
 // `npm run soak`: a Jepsen-style soak of the product on a real two-shard kcp. Flags: --duration=30m, --seed=N,
 // --lookup=index|live, --workers=N, --window=5s, --bound=120s, --fault-every=20s-40s, --no-faults,
-// --careless-every=20s-40s, --no-careless, --hostile-every=20s-60s, --hostile-hold=10s-60s, --no-hostile, --weakened, --history=FILE, and
+// --careless-every=20s-40s, --no-careless, --hostile-every=20s-60s, --hostile-hold=10s-60s, --no-hostile,
+// --no-hostile-provider, --no-status-policy, --weakened, --weakened-status, --history=FILE, and
 // --check=FILE to check a saved history again without kcp. Exits 1 on any violation (and writes the history, and
 // keeps the logs of kcp and the binaries next to it).
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -49,6 +50,9 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { hist
       "hostile-every": { type: "string", default: "20s-60s" },
       "hostile-hold": { type: "string", default: "10s-60s" },
       "no-hostile": { type: "boolean", default: false },
+      "no-hostile-provider": { type: "boolean", default: false },
+      "no-status-policy": { type: "boolean", default: false },
+      "weakened-status": { type: "boolean", default: false },
       "no-workspace-delete": { type: "boolean", default: false },
       weakened: { type: "boolean", default: false },
       history: { type: "string" },
@@ -73,7 +77,10 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, "log"> & { hist
     hostileEveryMs: parseRange(values["hostile-every"], "hostile-every"),
     hostileHoldMs: parseRange(values["hostile-hold"], "hostile-hold"),
     deleteWorkspace: !values["no-workspace-delete"],
+    hostileProvider: !values["no-hostile-provider"],
+    statusPolicy: !values["no-status-policy"],
     weakened: values.weakened,
+    weakenedStatus: values["weakened-status"],
     lookup: values.lookup,
     ...(values.history !== undefined ? { history: values.history } : {}),
     ...(values.check !== undefined ? { check: values.check } : {}),

@@ -1,5 +1,5 @@
 // One soak run on a SoakEnv: start the history recorder on every shard, the workload, the rule churn, the probes,
-// the fault injector, the careless author and the hostile consumer; stop them after `durationMs`; let pending namespace and workspace deletions finish (up to the
+// the fault injector, the careless author, the hostile consumer and the hostile provider; stop them after `durationMs`; let pending namespace and workspace deletions finish (up to the
 // bound); then check the history.
 import path from "node:path";
 import { check, RULE_RESOURCE, WORKSPACE_RESOURCE, type CheckResult } from "./checker.ts";
@@ -20,6 +20,8 @@ import { carelessAuthor } from "./careless.ts";
 import { PATHS } from "../kcp/topology.ts";
 import { startHostile } from "./hostile.ts";
 import { CARELESS_PROVIDER } from "./tenants.ts";
+import { HOSTILE_PROVIDER, hostileProvider } from "./hostile-provider.ts";
+import { keyOf } from "./history.ts";
 
 export interface SoakOptions {
   seed: number;
@@ -42,8 +44,17 @@ export interface SoakOptions {
   hostileHoldMs: [number, number];
   /** Delete the last consumer workspace part-way through. */
   deleteWorkspace: boolean;
+  /** The hostile provider: forges its rule's status and rewrites its endpoint slice (hostile-provider.ts). */
+  hostileProvider: boolean;
+  /** Whether the dep-ctrl export keeps its maximal permission policy (false: a tenant's forged status lands). */
+  statusPolicy: boolean;
   /** The weakened build: the webhook address allows every review but every third, which it refuses with 503. */
   weakened: boolean;
+  /**
+   * The other weakened build: a test double that reads rules' status back (status-reader.ts) in front of the
+   * replicas, with the maximal permission policy off so that the hostile provider's forged status lands.
+   */
+  weakenedStatus: boolean;
   /** The webhook's lookup mode (recorded in the history; the environment was started with it). */
   lookup: "index" | "live";
   log: (line: string) => void;
@@ -63,6 +74,7 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
     "shard-1": shardConn(path.join(env.kcp.rootDir, ".kcp-1/admin.kubeconfig"), "shard-base"),
   };
   const front = shardConn(path.join(env.kcp.rootDir, ".kcp/admin.kubeconfig"), "base");
+  const connectionsBefore = env.provider.listener.count;
 
   o.log("recording kcp's history: a watch per collection on the shard that holds it, with the shard admin");
   const recorder = new Recorder(history);
@@ -95,6 +107,7 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
     clearInterval(progress);
     for (const p of retired) env.deletedWorkspaces.add(p);
     if (o.weakened) await env.weaken(false);
+    await unweakenStatus(env, o);
     await drain(history, o);
     probeStop.abort();
     await Promise.all(probes);
@@ -106,9 +119,11 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
     clearInterval(progress);
     await recorder.stop();
     if (o.weakened) await env.weaken(false);
+    await unweakenStatus(env, o);
     for (const conn of [...Object.values(shards), front]) conn.agent.destroy();
   }
   history.endedAt = Date.now();
+  history.tenantConnections = env.provider.listener.count - connectionsBefore;
   history.exits = env.exits.slice(exitsBefore);
   return { history, result: check(history) };
 }
@@ -122,6 +137,8 @@ function emptyHistory(env: SoakEnv, o: SoakOptions): History {
     boundMs: o.boundMs,
     mode: `${o.lookup} lookup`,
     weakened: o.weakened,
+    statusReadBack: o.weakenedStatus,
+    statusPolicyOff: o.weakenedStatus || !o.statusPolicy,
     workspaces: { ...env.workspaces },
     watches: [],
     ops: [],
@@ -143,7 +160,8 @@ async function recordAll(recorder: Recorder, env: SoakEnv, shards: Record<string
     path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
     resource: WORKSPACE_RESOURCE,
   });
-  const providers = [env.topo.clusters.compute, clusterOf(env, SOAK_PROVIDER), clusterOf(env, CARELESS_PROVIDER)];
+  const tenants = [SOAK_PROVIDER, CARELESS_PROVIDER, HOSTILE_PROVIDER].map((p) => clusterOf(env, p));
+  const providers = [env.topo.clusters.compute, ...tenants];
   for (const provider of providers) {
     await recorder.watch({
       shard: "root",
@@ -203,6 +221,7 @@ async function startLoad(
     o.log("WEAKENED BUILD: the webhook address now allows every review but every third, refused with 503");
     await env.weaken(true);
   }
+  await weakenStatus(env, o, history);
   const probes = [
     sentinelProbe(wl(rng.fork()), sentinel, 2000, probeStop.signal),
     windowProbe(wl(rng.fork()), windowAt, 10_000, history.window),
@@ -218,7 +237,50 @@ async function startLoad(
   // Forked last, so a seed's workers, churn and faults draw what they drew before the careless author existed.
   if (o.careless) tasks.push(carelessAuthor(wl(rng.fork()), o.carelessEveryMs, history.faults, o.log));
   if (o.hostile) tasks.push(...startHostile(env, o, history, wl(rng.fork()), signal));
+  if (o.hostileProvider) {
+    tasks.push(
+      hostileProvider({
+        wl: wl(rng.fork()),
+        provider: env.provider,
+        everyMs: o.hostileEveryMs,
+        holdMs: o.hostileHoldMs,
+        againMs: 2000,
+        episodes: (history.hostile ??= []),
+        log: o.log,
+      }),
+    );
+  }
   return { probes, tasks };
+}
+
+/** --no-status-policy and --weakened-status: the policy off, and for the latter the status-reading double in front. */
+async function weakenStatus(env: SoakEnv, o: SoakOptions, history: History): Promise<void> {
+  if (o.weakenedStatus || !o.statusPolicy) {
+    o.log("the dep-ctrl export WITHOUT its maximal permission policy: a tenant's forged rule status now lands");
+    await env.statusPolicy(false);
+  }
+  if (o.weakenedStatus) {
+    o.log("WEAKENED BUILD: a test double reading rules' status back (status-reader.ts) in front of the replicas");
+    await env.readStatusBack(latestRules(history));
+  }
+}
+
+async function unweakenStatus(env: SoakEnv, o: SoakOptions): Promise<void> {
+  if (o.weakenedStatus) await env.readStatusBack(undefined);
+  if (o.weakenedStatus || !o.statusPolicy) await env.statusPolicy(true);
+}
+
+/** Every rule as kcp's watch last showed it (the recorder's history, read on from where the last call stopped). */
+function latestRules(history: History): () => Record<string, unknown>[] {
+  const latest = new Map<string, Record<string, unknown> | undefined>();
+  let seen = 0;
+  return () => {
+    for (; seen < history.watches.length; seen++) {
+      const w = history.watches[seen];
+      if (w?.resource === RULE_RESOURCE) latest.set(keyOf(w), w.type === "DELETED" ? undefined : w.object);
+    }
+    return [...latest.values()].filter((o) => o !== undefined);
+  };
 }
 
 function clusterOf(env: SoakEnv, p: string): string {

@@ -15,7 +15,7 @@
 //     resource existed then. Its dependents (gadgets, widgets) are never created, so every refusal it causes is
 //     collateral;
 //   - the hostile consumer's overload, only as refusals.ts's hostileOwn says: its own workspace and overloaded types.
-// Hostile episodes are no fault: while only they are under way, every other refusal is a violation, and slow uploads
+// Hostile episodes (the hostile provider's forged rule status and endpoint slices among them) are no fault: while only they are under way, every other refusal is a violation, and slow uploads
 // excuse nothing at all (a review takes a slot only once its body is whole).
 import type { FaultRecord, OpRecord } from "../history.ts";
 import type { Judging, RefusalKind } from "./findings.ts";
@@ -57,6 +57,7 @@ export function checkCollateral(j: Judging): void {
       if (standing.length > 0) j.out.checkedCollateral++;
       if (hostile.length > 0) j.out.checkedHostile++;
       if (hostile.some((e) => e.kind === "slow-uploads")) j.out.checkedSlowUploads++;
+      if (hostile.some((e) => e.kind === "provider")) j.out.checkedProvider++;
     }
     const kind = refusalOf(op);
     if (!kind) continue;
@@ -76,8 +77,8 @@ function violation(j: Judging, op: OpRecord, kind: RefusalKind, standing: FaultR
   const hostile = hostileDuring(j, op);
   const during =
     hostile.length > 0
-      ? ` (the hostile consumer's ${[...new Set(hostile.map((e) => e.kind))].join(" and ")} under way, which ` +
-        `excuse only a 503 in its own workspace for the types it overloaded)`
+      ? ` (the hostile ${[...new Set(hostile.map((e) => e.kind))].join(" and ")} under way, which excuse only ` +
+        `the hostile consumer's 503 in its own workspace for the types it overloaded)`
       : "";
   const answer = kind === "unavailable" ? "refused 503" : `refused (${kind}, status ${op.status})`;
   return (

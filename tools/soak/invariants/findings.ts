@@ -5,7 +5,7 @@ import type { Timeline } from "./timeline.ts";
 /** How a delete was refused without a verdict on its dependents (refusals.ts says which answer is which). */
 export type RefusalKind = "unavailable" | "webhook failure" | "lookup failed" | "no answer";
 
-export type Invariant = "I1" | "I2" | "I3" | "I4" | "I5";
+export type Invariant = "I1" | "I2" | "I3" | "I4" | "I5" | "I6";
 
 export interface Violation {
   invariant: Invariant;
@@ -39,6 +39,8 @@ export interface CheckResult {
   checkedHostile: number;
   /** Of those, while slow uploads held connections to the replicas. */
   checkedSlowUploads: number;
+  /** Of those, while the hostile provider's forged status or slice stood (or it kept trying to forge the status). */
+  checkedProvider: number;
   /** Per rule, the share of the run it was Ready (I1 only holds a Ready rule to its word). */
   readyShare: Record<string, number>;
 }
