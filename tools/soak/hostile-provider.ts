@@ -27,7 +27,7 @@ import { dependencyRule } from "../kcp/rules.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
 import { bindGrant, tenant } from "../kcp/tenant.ts";
 import { EXPORT_NAME, IDENTITIES, PATHS, depCtrlBinding } from "../kcp/topology.ts";
-import type { HostileEpisode } from "./history.ts";
+import type { History, HostileEpisode } from "./history.ts";
 import type { ShardConn } from "./kube.ts";
 import { request } from "./kube.ts";
 import { sleep, type WorkloadOptions } from "./oplog.ts";
@@ -122,6 +122,32 @@ export interface ProviderOptions {
   againMs: number;
   episodes: HostileEpisode[];
   log: (line: string) => void;
+}
+
+/** What the hostile provider takes of the soak's options (soak.ts): the hostile consumer's pace. */
+export interface ProviderSoakOptions {
+  hostileEveryMs: [number, number];
+  hostileHoldMs: [number, number];
+  log: (line: string) => void;
+}
+
+/** The hostile provider's worker on the generator it is handed; it writes again every 2 s while an episode holds. */
+export function startHostileProvider(
+  provider: HostileProvider,
+  o: ProviderSoakOptions,
+  history: History,
+  wl: WorkloadOptions,
+): Promise<void> {
+  const episodes = (history.hostile ??= []);
+  return hostileProvider({
+    wl,
+    provider,
+    everyMs: o.hostileEveryMs,
+    holdMs: o.hostileHoldMs,
+    againMs: 2000,
+    episodes,
+    log: o.log,
+  });
 }
 
 /** Episodes at seeded random moments until the run stops, a status forgery first; the slice is restored after each. */

@@ -5,6 +5,7 @@ import path from "node:path";
 import { check, RULE_RESOURCE, WORKSPACE_RESOURCE, type CheckResult } from "./checker.ts";
 import { SOAK_PROVIDER } from "./provider.ts";
 import { type Consumer, type SoakEnv } from "./env.ts";
+import { realBuild, weakBuild } from "./weaken.ts";
 import { injectFaults } from "./faults.ts";
 import type { History } from "./history.ts";
 import { shardConn, type ShardConn } from "./kube.ts";
@@ -20,8 +21,7 @@ import { carelessAuthor } from "./careless.ts";
 import { PATHS } from "../kcp/topology.ts";
 import { startHostile } from "./hostile.ts";
 import { CARELESS_PROVIDER } from "./tenants.ts";
-import { HOSTILE_PROVIDER, hostileProvider } from "./hostile-provider.ts";
-import { keyOf } from "./history.ts";
+import { HOSTILE_PROVIDER, startHostileProvider } from "./hostile-provider.ts";
 
 export interface SoakOptions {
   seed: number;
@@ -50,10 +50,7 @@ export interface SoakOptions {
   statusPolicy: boolean;
   /** The weakened build: the webhook address allows every review but every third, which it refuses with 503. */
   weakened: boolean;
-  /**
-   * The other weakened build: a test double that reads rules' status back (status-reader.ts) in front of the
-   * replicas, with the maximal permission policy off so that the hostile provider's forged status lands.
-   */
+  /** The weakened build that reads rules' status back (status-reader.ts), the maximal permission policy off. */
   weakenedStatus: boolean;
   /** The webhook's lookup mode (recorded in the history; the environment was started with it). */
   lookup: "index" | "live";
@@ -106,8 +103,7 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
     await Promise.all(tasks);
     clearInterval(progress);
     for (const p of retired) env.deletedWorkspaces.add(p);
-    if (o.weakened) await env.weaken(false);
-    await unweakenStatus(env, o);
+    await realBuild(env, o);
     await drain(history, o);
     probeStop.abort();
     await Promise.all(probes);
@@ -118,8 +114,7 @@ export async function runSoak(env: SoakEnv, o: SoakOptions): Promise<SoakRun> {
     probeStop.abort();
     clearInterval(progress);
     await recorder.stop();
-    if (o.weakened) await env.weaken(false);
-    await unweakenStatus(env, o);
+    await realBuild(env, o);
     for (const conn of [...Object.values(shards), front]) conn.agent.destroy();
   }
   history.endedAt = Date.now();
@@ -160,8 +155,7 @@ async function recordAll(recorder: Recorder, env: SoakEnv, shards: Record<string
     path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
     resource: WORKSPACE_RESOURCE,
   });
-  const tenants = [SOAK_PROVIDER, CARELESS_PROVIDER, HOSTILE_PROVIDER].map((p) => clusterOf(env, p));
-  const providers = [env.topo.clusters.compute, ...tenants];
+  const providers = [PATHS.compute, SOAK_PROVIDER, CARELESS_PROVIDER, HOSTILE_PROVIDER].map((p) => clusterOf(env, p));
   for (const provider of providers) {
     await recorder.watch({
       shard: "root",
@@ -217,11 +211,7 @@ async function startLoad(
   if (!sentinel || !windowAt) throw new Error("consumer1 and consumer2 are missing from the soak topology");
   await setupSentinel(wl(rng.fork()), sentinel);
   await setupSentinel(wl(rng.fork()), windowAt);
-  if (o.weakened) {
-    o.log("WEAKENED BUILD: the webhook address now allows every review but every third, refused with 503");
-    await env.weaken(true);
-  }
-  await weakenStatus(env, o, history);
+  await weakBuild(env, o, history);
   const probes = [
     sentinelProbe(wl(rng.fork()), sentinel, 2000, probeStop.signal),
     windowProbe(wl(rng.fork()), windowAt, 10_000, history.window),
@@ -233,54 +223,13 @@ async function startLoad(
   if (o.deleteWorkspace && doomed && consumers.length > 3) {
     tasks.push(deleteWorkspaceLater(wl(rng.fork()), doomed, Math.floor(o.durationMs / 2)));
   }
-  if (o.faults && !o.weakened) tasks.push(injectFaults(env, rng.fork(), o.faultEveryMs, signal, history.faults, o.log));
+  if (o.faults && !o.weakened && !o.weakenedStatus)
+    tasks.push(injectFaults(env, rng.fork(), o.faultEveryMs, signal, history.faults, o.log));
   // Forked last, so a seed's workers, churn and faults draw what they drew before the careless author existed.
   if (o.careless) tasks.push(carelessAuthor(wl(rng.fork()), o.carelessEveryMs, history.faults, o.log));
   if (o.hostile) tasks.push(...startHostile(env, o, history, wl(rng.fork()), signal));
-  if (o.hostileProvider) {
-    tasks.push(
-      hostileProvider({
-        wl: wl(rng.fork()),
-        provider: env.provider,
-        everyMs: o.hostileEveryMs,
-        holdMs: o.hostileHoldMs,
-        againMs: 2000,
-        episodes: (history.hostile ??= []),
-        log: o.log,
-      }),
-    );
-  }
+  if (o.hostileProvider) tasks.push(startHostileProvider(env.provider, o, history, wl(rng.fork())));
   return { probes, tasks };
-}
-
-/** --no-status-policy and --weakened-status: the policy off, and for the latter the status-reading double in front. */
-async function weakenStatus(env: SoakEnv, o: SoakOptions, history: History): Promise<void> {
-  if (o.weakenedStatus || !o.statusPolicy) {
-    o.log("the dep-ctrl export WITHOUT its maximal permission policy: a tenant's forged rule status now lands");
-    await env.statusPolicy(false);
-  }
-  if (o.weakenedStatus) {
-    o.log("WEAKENED BUILD: a test double reading rules' status back (status-reader.ts) in front of the replicas");
-    await env.readStatusBack(latestRules(history));
-  }
-}
-
-async function unweakenStatus(env: SoakEnv, o: SoakOptions): Promise<void> {
-  if (o.weakenedStatus) await env.readStatusBack(undefined);
-  if (o.weakenedStatus || !o.statusPolicy) await env.statusPolicy(true);
-}
-
-/** Every rule as kcp's watch last showed it (the recorder's history, read on from where the last call stopped). */
-function latestRules(history: History): () => Record<string, unknown>[] {
-  const latest = new Map<string, Record<string, unknown> | undefined>();
-  let seen = 0;
-  return () => {
-    for (; seen < history.watches.length; seen++) {
-      const w = history.watches[seen];
-      if (w?.resource === RULE_RESOURCE) latest.set(keyOf(w), w.type === "DELETED" ? undefined : w.object);
-    }
-    return [...latest.values()].filter((o) => o !== undefined);
-  };
 }
 
 function clusterOf(env: SoakEnv, p: string): string {
