@@ -90,7 +90,11 @@ export async function setupHostileProvider(kcp: ShardedKcp): Promise<HostileProv
     `${scheme}://127.0.0.1:${listener.port}/services/apiexport/${cluster}/${HOSTILE_EXPORT}`;
   const forgedUrls: Record<SliceAttack, string[]> = {
     "another host": [at("https")],
-    "kcp with a query": networkUrls.map((u) => `${own(u)}?x=1`),
+    // Its own path with a query, and a list of every cluster's subnets through the network provider's.
+    "kcp with a query": [
+      ...networkUrls.map((u) => `${own(u)}?x=1`),
+      `${networkUrls[0]}/clusters/*/apis/network.test.io/v1/subnets?x=`,
+    ],
     "another cluster's path": networkUrls,
     http: [...networkUrls.map((u) => own(u).replace(/^https:/, "http:")), at("http")],
   };
