@@ -2,8 +2,8 @@
 // ServiceAccount token scoped to it (tools/kcp/tenant.ts; never kcp-admin). It exports Gadgets (nobody binds them), binds
 // the dep-ctrl export, gives the index its consent, and writes a valid rule that gadgets depend on the network
 // provider's VPCs: a rule gating another provider's type, in every consumer the soak's workers delete VPCs in. Then, at
-// seeded random moments, one attack per episode, repeated every ~2 s while the episode holds:
-//   - status: it forges its rule's status with one of the reasons the webhook once read from it (tools/kcp/forgeries.ts:
+// seeded random moments, one attack per episode (status and slice in turn), repeated every ~2 s while it holds:
+//   - status: it forges its rule's status with the next of the reasons the webhook once read from it (forgeries.ts:
 //     IndexRevoked, IndexLost, IndexResyncing, LiveLookup, Indexed, DependentInvalid, ChecksDeclined, at 2099). With
 //     the dep-ctrl export's maximal permission policy on (as getting-started installs it) kcp refuses each write 403,
 //     and the attempts are counted; with it off (--no-status-policy, --weakened-status) the forgery lands and the
@@ -160,8 +160,9 @@ export async function hostileProvider(p: ProviderOptions): Promise<void> {
   for (let n = 0; !signal.aborted; n++) {
     await sleep(rng.int(...p.everyMs), signal);
     if (signal.aborted) break;
-    // Status and slice in turn, so that even a short run has both; which forgery or URL set, seeded.
-    const attack = rng.pick(n % 2 === 0 ? STATUS_ATTACKS : SLICE_ATTACKS);
+    // Status and slice in turn, so that even a short run has both. The forged reasons in order, those that said
+    // "protected, index out of reach" (IndexRevoked, IndexLost, IndexResyncing) first; the slice's URL set, seeded.
+    const attack = n % 2 === 0 ? (STATUS_ATTACKS[(n / 2) % STATUS_ATTACKS.length] as Attack) : rng.pick(SLICE_ATTACKS);
     const holdMs = rng.int(...p.holdMs);
     const startAt = Date.now();
     const answers = await hold(p, attack, holdMs);
