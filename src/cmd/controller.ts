@@ -2,6 +2,7 @@
 // Usage: node src/cmd/controller.ts --kubeconfig=<dep-ctrl kubeconfig> --webhook-url=https://webhook:9443 [flags]
 import { DEFAULT_EXPORT_NAME } from "../api/types.ts";
 import { startController, type ControllerConfig } from "../controller/runtime.ts";
+import type { ProviderInitializerConfig } from "../controller/initializer-wiring.ts";
 import { createLogger } from "../observability/logger.ts";
 import { parse, readFlags, runCommand, usage, UsageError } from "../cli/kit.ts";
 import type { Command, Flag, RunOptions } from "../cli/kit.ts";
@@ -64,8 +65,39 @@ const FLAGS: Flag[] = [
     default: "true",
     help: "configure the webhook to refuse invalid DependencyRules at apply time",
   },
+  {
+    name: "provider-workspace-type",
+    env: "PROVIDER_WORKSPACE_TYPE",
+    arg: "PATH:NAME",
+    help: "serve the initializer of this WorkspaceType (e.g. root:dependency-provider): bind the dep-ctrl export with every claim accepted and write the index consent in each new workspace of it; needs --webhook-user",
+  },
+  {
+    name: "webhook-user",
+    env: "WEBHOOK_USER",
+    arg: "NAME",
+    help: "the webhook's user name in kcp, granted the index consent in each workspace --provider-workspace-type sets up",
+  },
   ALLOW_INSECURE_KCP,
 ];
+
+/** --provider-workspace-type and --webhook-user, which come together. */
+function parseInitializer(v: Record<string, string | undefined>, env: NodeJS.ProcessEnv): ProviderInitializerConfig {
+  const type = v["provider-workspace-type"];
+  const webhookUser = v["webhook-user"];
+  if (!type) return {};
+  const m = /^(root(?::[a-z0-9]([-a-z0-9]*[a-z0-9])?)*):([a-z0-9]([-a-z0-9]*[a-z0-9])?)$/.exec(type);
+  if (!m)
+    throw new UsageError(
+      `--provider-workspace-type: want <workspace path>:<name>, e.g. root:dependency-provider, got "${type}"`,
+    );
+  if (!webhookUser) throw new UsageError("--provider-workspace-type needs --webhook-user (the index consent names it)");
+  return {
+    providerWorkspaceType: { path: m[1]!, name: m[3]! },
+    webhookUser,
+    // Test only (test/e2e/provider-initializer.test.ts): a crash between setting a workspace up and releasing it.
+    ...(env["DEPENDENCY_CONTROLLER_TEST_EXIT_BEFORE_RELEASE"] === "1" ? { exitBeforeInitializerRelease: true } : {}),
+  };
+}
 
 export const USAGE = usage(
   "controller",
@@ -106,6 +138,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     resyncMs: parse.duration(v["resync-period"]!, "resync-period"),
     validateRules: parse.bool(v["validate-rules"]!, "validate-rules"),
     ...parseAllowInsecureKcp(v),
+    ...parseInitializer(v, env),
   };
 }
 

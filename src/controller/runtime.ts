@@ -1,8 +1,6 @@
-// The controller as a running thing: it owns its sources (the rule watch through the dep-ctrl export's virtual
-// workspace, the webhook-configuration informer that follows the same shard endpoints from startup, the CA bundle
-// file), the reconciler, the work loop, leader election and the health port. Followers keep every informer warm, so
-// a failover starts from a full cache; only the leader runs passes.
-import type { RestClient } from "../kcp/rest.ts";
+// The controller as a running thing: its sources (the rule watch through the dep-ctrl export's virtual workspace, the
+// webhook-configuration informer following the same shard endpoints, the CA bundle file), the reconciler, the work
+// loop, leader election, health port and provider initializer. Followers keep informers warm; only the leader writes.
 import {
   INDEX_REPORT_PATH,
   parseIndexReport,
@@ -18,7 +16,7 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type LogicalClusterName } from "../
 import { DEPENDENCY_RULES_PATH, WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
 import { Informer } from "../kcp/informer.ts";
 import { loadKcpConnection } from "../kcp/kubeconfig.ts";
-import { isApiError } from "../kcp/rest.ts";
+import { isApiError, type RestClient } from "../kcp/rest.ts";
 import { checkEndpointSlice, ExportWatch, NoEndpointSliceError } from "../kcp/virtualworkspace.ts";
 import { WorkspaceResolver } from "../kcp/workspaces.ts";
 import { startHealthServer } from "../observability/health.ts";
@@ -31,8 +29,9 @@ import { createMetrics } from "./metrics.ts";
 import type { RuleObject } from "./plan.ts";
 import { Reconciler, type ReconcilerDeps } from "./reconciler.ts";
 import { VerdictStore } from "../kcp/verdict-store.ts";
+import { providerInitializerOf, type ProviderInitializerConfig } from "./initializer-wiring.ts";
 
-export interface ControllerConfig {
+export interface ControllerConfig extends ProviderInitializerConfig {
   kubeconfig?: string;
   apiExportName: string;
   webhookUrl: string;
@@ -111,14 +110,14 @@ export async function startController(
   );
   rules.start();
   verdicts.start();
-
   const election = elect(config, conn, { logger, metrics, clock }, loop, (e) => (elector = e), verdicts);
+  const initializer = providerInitializerOf(config, conn, logger, clock, () => !elector || elector.isLeader());
   return {
     healthPort: health.port,
     async stop() {
       logger.info("shutting down");
       await loop.stop();
-      await election.stop();
+      await Promise.all([election.stop(), initializer?.stop()]);
       rules.stop();
       configurations.stop();
       verdicts.stop();
