@@ -168,6 +168,8 @@ export function providerWorkspaceType(
     metadata: { name: PROVIDER_WORKSPACE_TYPE },
     spec: {
       initializer: true,
+      // Implementing universal lets the type be a child of kcp's organization (and any type that allows universal).
+      extend: { with: [{ name: "universal", path: "root" }] },
       defaultAPIBindings: [{ path: depCtrlPath, export: exportName }],
     },
   };

@@ -27,10 +27,7 @@ const CLUSTER = "2x9ab1cd3ef";
 /** Computed by kcp v0.30.0's generateAPIBindingName (Go: sha224, big.Int.Text(62), 5 chars lowercased). */
 const KCP_NAME = "dependencies.opendefense.cloud-hwtca";
 
-function binding(
-  claims: ObservedBinding["spec"] extends infer S ? NonNullable<S>["permissionClaims"] : never,
-  phase = "Bound",
-): ObservedBinding {
+function binding(claims: NonNullable<ObservedBinding["spec"]>["permissionClaims"], phase = "Bound"): ObservedBinding {
   return {
     metadata: { name: KCP_NAME, resourceVersion: "7" },
     spec: { reference: { export: { path: "root:dep-ctrl", name: target.exportName } }, permissionClaims: claims },
