@@ -21,6 +21,7 @@ import {
   type WorkspaceFacts,
 } from "./initializer-plan.ts";
 
+const INITIALIZING_WORKSPACES = "/services/initializingworkspaces/";
 const LOGICAL_CLUSTERS = "/apis/core.kcp.io/v1alpha1/logicalclusters";
 const LOGICAL_CLUSTER = `${LOGICAL_CLUSTERS}/cluster`;
 /** How soon a workspace that is still being set up (a write made, a binding not yet Bound) is looked at again. */
@@ -87,7 +88,10 @@ export class ProviderInitializer {
     );
     const cluster = wt.metadata.annotations?.[CLUSTER_ANNOTATION];
     if (!cluster) throw new Error(`WorkspaceType ${path}:${name} has no ${CLUSTER_ANNOTATION} annotation`);
-    const urls = (wt.status?.virtualWorkspaces ?? []).flatMap((v) => (v.url ? [v.url] : []));
+    // The status lists the type's terminatingworkspaces URLs too (kcp v0.30.0); only the initializing ones serve this.
+    const urls = (wt.status?.virtualWorkspaces ?? []).flatMap((v) =>
+      v.url?.includes(INITIALIZING_WORKSPACES) ? [v.url] : [],
+    );
     return { initializer: `${cluster}:${name}`, urls };
   }
 

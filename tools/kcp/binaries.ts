@@ -110,7 +110,10 @@ export class Binaries {
     return this.webhook;
   }
 
-  async startController(opts: { webhookUrl?: string; caFile?: string } = {}): Promise<BinaryProcess> {
+  /** `env` adds to this process's environment (e.g. a test hook's variable). */
+  async startController(
+    opts: { webhookUrl?: string; caFile?: string; env?: NodeJS.ProcessEnv } = {},
+  ): Promise<BinaryProcess> {
     const health = await freePort();
     const kubeconfig = this.env.kubeconfigFor(IDENTITIES.controller.token, PATHS.depCtrl, "controller.kubeconfig");
     const proc = new ManagedProcess(
@@ -124,6 +127,7 @@ export class Binaries {
         ...this.controllerArgs,
       ],
       path.join(this.env.rootDir, "controller.log"),
+      opts.env ? { env: { ...process.env, ...opts.env } } : {},
     );
     this.controller = { proc, healthUrl: `http://127.0.0.1:${health}` };
     await waitReady("controller", this.controller);

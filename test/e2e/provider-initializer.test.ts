@@ -1,0 +1,269 @@
+// Providers bootstrapped by their WorkspaceType (issue 31), on a real kcp with both binaries running: the platform
+// applies deploy/kcp/workspacetype-provider.yaml and deploy/rbac/provider-initializer.yaml once, the controller serves
+// the type's initializer (--provider-workspace-type), and a provider created as a workspace of that type needs nothing
+// applied by hand: with its own workspace-scoped token it exports its API and writes a rule, which reads Ready and
+// protects. The controller killed between setting a workspace up and removing the initializer finishes it after a
+// restart. Second: the artifact-transfer rule's shape, one export holding the dependent (Order) and the dependency
+// (Endpoint), four field paths with `[*]`, a provider at root:providers:odd and consumers at root:orgs:acme:demo.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+import { acceptedClaims, INDEX_CONSENT_NAME } from "../../src/controller/initializer-plan.ts";
+import type { RestClient } from "../../src/kcp/rest.ts";
+import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
+import { REPO_ROOT } from "../../tools/kcp/harness.ts";
+import { waitFor } from "../../tools/kcp/process.ts";
+import { dependencyRule } from "../../tools/kcp/rules.ts";
+import { tenant } from "../../tools/kcp/tenant.ts";
+import { EXPORT_NAME, IDENTITIES, PATHS, RBAC_VARS } from "../../tools/kcp/topology.ts";
+import {
+  RULES,
+  VPCS,
+  assertDenied,
+  at,
+  create,
+  e2eSuite,
+  exportedKind,
+  tryDelete,
+  vpc,
+  waitForProtection,
+} from "./helpers.ts";
+
+const e2e = e2eSuite();
+const file = (rel: string): string => readFileSync(path.join(REPO_ROOT, rel), "utf8");
+const INITIALIZER = "root:dependency-provider";
+const PROVIDERS = "root:providers";
+const WORKSPACES = `/clusters/${PROVIDERS}/apis/tenancy.kcp.io/v1alpha1/workspaces`;
+const LOGICAL_CLUSTER = "/apis/core.kcp.io/v1alpha1/logicalclusters/cluster";
+const INITIALIZER_ARGS = [`--provider-workspace-type=${INITIALIZER}`, `--webhook-user=${IDENTITIES.webhook.user}`];
+
+interface Workspace {
+  spec?: { cluster?: string };
+  status?: { phase?: string };
+}
+type Cond = { type: string; status: string; reason?: string; message?: string };
+
+/** What kcp holds inside a workspace, read as the shard's system:masters (an Initializing workspace admits no one else). */
+const inside = (cluster: string): RestClient => e2e.kcp.shardAdmins[0]!.forCluster(cluster);
+
+async function restartController(env?: NodeJS.ProcessEnv): Promise<void> {
+  await e2e.bins.controller?.proc.stop();
+  e2e.bins.controllerArgs = INITIALIZER_ARGS;
+  await e2e.bins.startController(env ? { env } : {});
+}
+
+async function waitRuleReady(ws: RestClient, name: string): Promise<void> {
+  await waitFor(
+    `rule ${name} Ready`,
+    async () => {
+      const r = await ws.get<{ status?: { conditions?: Cond[] } }>(`${RULES}/${name}`);
+      return r.status?.conditions?.find((c) => c.type === "Ready")?.status === "True" || undefined;
+    },
+    { timeoutMs: 90_000, intervalMs: 500 },
+  );
+}
+
+/** The platform, once: the type in root, its initializer's RBAC there, and path resolution in root:providers. */
+let platformReady: Promise<void> | undefined;
+const platform = (): Promise<void> => (platformReady ??= setUpPlatform());
+async function setUpPlatform(): Promise<void> {
+  await apply(e2e.kcp.ws("root"), file("deploy/kcp/workspacetype-provider.yaml"));
+  await apply(e2e.kcp.ws("root"), file("deploy/rbac/provider-initializer.yaml"), RBAC_VARS);
+  await createWorkspace(e2e.kcp.admin, PROVIDERS);
+  await apply(e2e.kcp.ws(PROVIDERS), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS);
+}
+
+test("a provider of the type is set up by the initializer, also across a controller crash mid-way", async () => {
+  await platform();
+  // The test hook makes the controller exit once a workspace is set up, right before it would remove the initializer.
+  await restartController({ DEPENDENCY_CONTROLLER_TEST_EXIT_BEFORE_RELEASE: "1" });
+  await e2e.kcp.admin.request("POST", WORKSPACES, {
+    body: {
+      apiVersion: "tenancy.kcp.io/v1alpha1",
+      kind: "Workspace",
+      metadata: { name: "gadgets" },
+      spec: { type: { name: "dependency-provider", path: "root" } },
+    },
+  });
+  const proc = e2e.bins.controller!.proc;
+  await waitFor("the controller to stop at the hook", async () => (!proc.running ? true : undefined), {
+    timeoutMs: 90_000,
+  });
+  assert.equal(proc.exitCode, 3, proc.logTail(20));
+  const ws = await e2e.kcp.admin.get<Workspace>(`${WORKSPACES}/gadgets`);
+  const cluster = ws.spec!.cluster!;
+  assert.equal(ws.status?.phase, "Initializing");
+  type LC = { status?: { initializers?: string[] } };
+  assert.ok((await inside(cluster).get<LC>(LOGICAL_CLUSTER)).status?.initializers?.includes(INITIALIZER));
+  // Written before the crash: the dep-ctrl binding, every claim accepted, and the index consent.
+  const bindings = await inside(cluster).listAll<{
+    spec: { reference: { export: { name: string } }; permissionClaims?: unknown[] };
+  }>("/apis/apis.kcp.io/v1alpha2/apibindings");
+  const depCtrl = bindings.items.filter((b) => b.spec.reference.export.name === EXPORT_NAME);
+  assert.equal(depCtrl.length, 1, "one binding of the dep-ctrl export (kcp's default one and ours are the same)");
+  type Claim = { group: string; resource: string; state?: string; selector?: { matchAll?: boolean } };
+  const claims = (depCtrl[0]!.spec.permissionClaims ?? []) as Claim[];
+  for (const want of acceptedClaims()) {
+    const have = claims.find((c) => c.group === want.group && c.resource === want.resource);
+    assert.ok(
+      have?.state === "Accepted" && have.selector?.matchAll === true,
+      `claim ${want.resource}: ${JSON.stringify(have)}`,
+    );
+  }
+  assert.ok(await inside(cluster).getOptional(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${INDEX_CONSENT_NAME}`));
+
+  await restartController();
+  await waitFor(
+    "root:providers:gadgets Ready",
+    async () => (await e2e.kcp.admin.get<Workspace>(`${WORKSPACES}/gadgets`)).status?.phase === "Ready" || undefined,
+    { timeoutMs: 90_000, intervalMs: 300 },
+  );
+  assert.ok(!(await inside(cluster).get<LC>(LOGICAL_CLUSTER)).status?.initializers?.includes(INITIALIZER));
+
+  // The provider, with its own token and nothing else: its API and a rule whose Gadgets depend on VPCs.
+  const provider = (await tenant(e2e.kcp, `${PROVIDERS}:gadgets`, { name: "owner" })).client;
+  const gadgets = { group: "gadgets.test.io", kind: "Gadget", plural: "gadgets" };
+  const ref = { type: "object", properties: { name: { type: "string" } } };
+  await apply(provider, exportedKind({ ...gadgets, specProperties: { vpcRef: ref } }));
+  const dependent = { group: gadgets.group, kind: gadgets.kind, resource: gadgets.plural };
+  await apply(provider, [dependencyRule("gadget-vpcs", [{ resource: "vpcs", path: PATHS.network }], { dependent })]);
+  await waitRuleReady(provider, "gadget-vpcs");
+
+  const consumer = (await tenant(e2e.kcp, PATHS.consumer1, { name: "owner" })).client;
+  await apply(e2e.kcp.ws(PATHS.consumer1), [apiBinding(gadgets.group, `${PROVIDERS}:gadgets`)]);
+  await waitForBinding(e2e.kcp.ws(PATHS.consumer1), gadgets.group);
+  const gadget: KObject = {
+    apiVersion: "gadgets.test.io/v1",
+    kind: "Gadget",
+    metadata: { name: "g-1", namespace: "default" },
+    spec: { vpcRef: { name: "held-vpc" } },
+  };
+  await create(consumer, vpc("held-vpc"), vpc("free-vpc"), gadget);
+  await waitForProtection(consumer, `${at(VPCS)}/held-vpc`, true);
+  assertDenied(await tryDelete(consumer, `${at(VPCS)}/held-vpc`), /still referenced by Gadget\/g-1$/);
+  assert.deepEqual(await tryDelete(consumer, `${at(VPCS)}/free-vpc`), { allowed: true });
+});
+
+/** Orders (the dependent) and Endpoints (their dependencies) in one export, as the artifact-transfer service has them. */
+function arcApi(): KObject[] {
+  const group = "arc.opendefense.cloud";
+  const ref = { type: "object", properties: { name: { type: "string" } } };
+  const pair = { type: "object", properties: { srcRef: ref, dstRef: ref } };
+  const kinds = [
+    { kind: "Order", plural: "orders", spec: { defaults: pair, artifacts: { type: "array", items: pair } } },
+    { kind: "Endpoint", plural: "endpoints", spec: { url: { type: "string" } } },
+  ];
+  const schemas = kinds.map(({ kind, plural, spec }) => ({
+    apiVersion: "apis.kcp.io/v1alpha1",
+    kind: "APIResourceSchema",
+    metadata: { name: `v1.${plural}.${group}` },
+    spec: {
+      group,
+      names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
+      scope: "Namespaced",
+      versions: [
+        {
+          name: "v1alpha1",
+          served: true,
+          storage: true,
+          schema: { type: "object", properties: { spec: { type: "object", properties: spec } } },
+        },
+      ],
+    },
+  }));
+  const resources = kinds.map((k) => ({
+    group,
+    name: k.plural,
+    schema: `v1.${k.plural}.${group}`,
+    storage: { crd: {} },
+  }));
+  return [
+    ...schemas,
+    { apiVersion: "apis.kcp.io/v1alpha2", kind: "APIExport", metadata: { name: group }, spec: { resources } },
+  ];
+}
+
+/** The artifact-transfer rule, verbatim but for its name and the provider's path. */
+function arcRule(providerPath: string): KObject {
+  const group = "arc.opendefense.cloud";
+  const fields = [
+    ".spec.defaults.srcRef.name",
+    ".spec.defaults.dstRef.name",
+    ".spec.artifacts[*].srcRef.name",
+    ".spec.artifacts[*].dstRef.name",
+  ];
+  return {
+    apiVersion: "dependencies.opendefense.cloud/v1alpha1",
+    kind: "DependencyRule",
+    metadata: { name: "order-endpoints" },
+    spec: {
+      dependent: { apiExportName: group, group, version: "v1alpha1", kind: "Order", resource: "orders" },
+      dependencies: fields.map((p) => ({
+        apiExportRef: { path: providerPath, name: group },
+        group,
+        version: "v1alpha1",
+        resource: "endpoints",
+        fieldRef: { path: p },
+      })),
+    },
+  };
+}
+
+test("the artifact-transfer shape: one export, four paths with [*], a provider of a type extending it, nested paths", async () => {
+  await platform();
+  if (!e2e.bins.controller?.proc.running || !e2e.bins.controllerArgs.includes(INITIALIZER_ARGS[0]!))
+    await restartController();
+  const odd = `${PROVIDERS}:odd`;
+  const demo = "root:orgs:acme:demo";
+  // A platform's own type that extends the provider type: its workspaces carry the same initializer.
+  await apply(e2e.kcp.ws("root"), [
+    {
+      apiVersion: "tenancy.kcp.io/v1alpha1",
+      kind: "WorkspaceType",
+      metadata: { name: "arc-provider" },
+      spec: { extend: { with: [{ name: "dependency-provider", path: "root" }] } },
+    },
+  ]);
+  await createWorkspace(e2e.kcp.admin, odd, { type: "arc-provider" });
+  const provider = (await tenant(e2e.kcp, odd, { name: "owner" })).client;
+  await apply(provider, arcApi());
+  await apply(provider, [arcRule(odd)]);
+  await waitRuleReady(provider, "order-endpoints");
+
+  await createWorkspace(e2e.kcp.admin, demo);
+  await apply(e2e.kcp.ws(demo), [apiBinding("arc.opendefense.cloud", odd)]);
+  await waitForBinding(e2e.kcp.ws(demo), "arc.opendefense.cloud");
+  const consumer = (await tenant(e2e.kcp, demo, { name: "owner" })).client;
+  const ENDPOINTS = "/apis/arc.opendefense.cloud/v1alpha1/namespaces/default/endpoints";
+  const ORDERS = "/apis/arc.opendefense.cloud/v1alpha1/namespaces/default/orders";
+  const endpoint = (name: string): KObject => ({
+    apiVersion: "arc.opendefense.cloud/v1alpha1",
+    kind: "Endpoint",
+    metadata: { name, namespace: "default" },
+    spec: { url: `oci://${name}` },
+  });
+  // Each held Endpoint is named by exactly one of the four paths.
+  const held = ["default-src", "default-dst", "artifact-src", "artifact-dst"];
+  const order: KObject = {
+    apiVersion: "arc.opendefense.cloud/v1alpha1",
+    kind: "Order",
+    metadata: { name: "transfer-1", namespace: "default" },
+    spec: {
+      defaults: { srcRef: { name: "default-src" }, dstRef: { name: "default-dst" } },
+      artifacts: [
+        { srcRef: { name: "other" } },
+        { srcRef: { name: "artifact-src" }, dstRef: { name: "artifact-dst" } },
+      ],
+    },
+  };
+  await create(consumer, ...[...held, "other", "free"].map(endpoint), order);
+  await waitForProtection(consumer, `${ENDPOINTS}/artifact-dst`, true);
+  for (const name of held)
+    assertDenied(await tryDelete(consumer, `${ENDPOINTS}/${name}`), /still referenced by Order\/transfer-1$/);
+  assert.deepEqual(await tryDelete(consumer, `${ENDPOINTS}/free`), { allowed: true });
+
+  await consumer.request("DELETE", `${ORDERS}/transfer-1`);
+  await waitForProtection(consumer, `${ENDPOINTS}/default-src`, false);
+  for (const name of held) assert.deepEqual(await tryDelete(consumer, `${ENDPOINTS}/${name}`), { allowed: true }, name);
+});
