@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseConfig } from "../../src/cmd/controller.ts";
-import { UsageError } from "../../src/cmd/kit.ts";
+import { UsageError } from "../../src/cli/args.ts";
 
 const base = ["--webhook-url=https://webhook.example:9443"];
 
