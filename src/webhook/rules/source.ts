@@ -1,6 +1,7 @@
 // The live source of the rule registry: DependencyRules watched through the dep-ctrl APIExport's virtual workspace
-// on every endpoint (shard), their provider paths resolved to logical clusters, and the registry rebuilt from
-// scratch on the shared work loop after every change (level-triggered). Not ready until every endpoint has listed
+// on every endpoint (shard), their provider paths resolved to logical clusters, and the registry brought up to date on
+// the shared work loop after every change (level-triggered: the whole list is handed over, and the registry derives
+// again only the rules whose inputs changed, registry-state.ts; a pass that changes nothing is not announced). Not ready until every endpoint has listed
 // its rules and a registry was built from that complete list, so no DELETE is decided on a partial set of rules.
 //
 // After that first full sync, neither an endpoint whose list/watch fails (for longer than `brokenAfterMs`) nor a new
@@ -16,7 +17,7 @@ import { NO_VERDICTS, type Verdicts } from "../../api/verdicts.ts";
 import { realClock, type Clock, type Timer } from "../../util/clock.ts";
 import { WorkLoop, type PassResult } from "../../util/workloop.ts";
 import type { RuleEndpointMetrics, WebhookMetrics } from "../metrics.ts";
-import { buildRegistry, formatProblem, notEnforcedCount, rulePaths, type RuleRegistry } from "./registry.ts";
+import { formatProblem, RegistryState, type RuleRegistry } from "./registry.ts";
 import { reportEndpoints } from "./endpoint-metrics.ts";
 import { withVisibility, type Visibility } from "./visibility.ts";
 
@@ -61,6 +62,8 @@ export interface RuleSourceOptions {
   clock?: Clock;
   /** Enforce rules whose author declined the read-only checks (--enforce-unverified-rules; the operator's choice). */
   enforceUnverified?: boolean;
+  /** At most this many rules per workspace are enforced (--max-rules-per-workspace); unset: no cap. */
+  maxRulesPerWorkspace?: number;
   /**
    * The controller's verdicts on the rules and the stored path resolutions (src/api/verdicts.ts; VerdictStore in
    * production, whose changes must call refresh(); started and stopped with the source). Without it every rule is
@@ -74,12 +77,14 @@ export class RuleSource {
   private readonly watch: RuleWatch;
   private readonly loop: WorkLoop;
   private registry: RuleRegistry | undefined;
+  private readonly state: RegistryState;
   /** Bumped whenever the watch is seen unsynced; a build counts as complete only if none happened during it. */
   private unsyncedEpoch = 0;
   private complete = false;
+  /** The first registry was handed to onRegistry (later ones only when they changed). */
+  private announced = false;
   /** A complete registry was built once: from then on, an unlisted endpoint refuses only its own reviews. */
   private everComplete = false;
-  private loggedProblems = new Set<string>();
   /** Rule key → endpoints it was listed from, for the registry being handed out; undefined: origins unknown. */
   private ruleEndpoints: ReadonlyMap<string, readonly string[]> | undefined;
   /** Endpoint → when (clock time) it was first seen failing, in its current run of failures. */
@@ -90,6 +95,10 @@ export class RuleSource {
 
   constructor(opts: RuleSourceOptions) {
     this.opts = opts;
+    this.state = new RegistryState({
+      enforceUnverified: opts.enforceUnverified === true,
+      ...(opts.maxRulesPerWorkspace !== undefined ? { maxRulesPerWorkspace: opts.maxRulesPerWorkspace } : {}),
+    });
     this.loop = new WorkLoop({
       pass: () => this.rebuild(),
       logger: opts.logger,
@@ -216,18 +225,18 @@ export class RuleSource {
     const epoch = this.unsyncedEpoch;
     const { rules, origins } = this.snapshot();
     const verdicts = this.opts.verdicts?.current() ?? NO_VERDICTS;
+    const paths = this.state.observe(rules);
     // A restarted replica has no last good answer of its own: the stored one keeps its protection in place.
-    const resolutions = await resolveWithStored(rulePaths(rules), this.opts.resolver, verdicts.paths);
-    const registry = buildRegistry(rules, resolutions, {
-      enforceUnverified: this.opts.enforceUnverified === true,
-      verdicts,
-    });
+    const resolutions = await resolveWithStored(paths, this.opts.resolver, verdicts.paths);
+    const changed = this.state.settle(resolutions, verdicts);
+    const registry = this.state.current();
     this.registry = registry;
     this.ruleEndpoints = origins;
-    this.opts.onRegistry?.(registry);
+    if (changed || !this.announced) this.opts.onRegistry?.(registry);
+    this.announced = true;
     this.complete = synced && epoch === this.unsyncedEpoch;
     if (this.complete) this.everComplete = true;
-    this.report(registry);
+    if (changed) this.report(registry);
     // Once complete, a new endpoint's rules come with their own events; a slower look again bounds the cost.
     if (!this.complete)
       return { requeueAfterMs: this.everComplete ? (this.opts.retryMs ?? 5_000) : (this.opts.syncPollMs ?? 250) };
@@ -237,13 +246,12 @@ export class RuleSource {
 
   private report(registry: RuleRegistry): void {
     const m = this.opts.metrics;
+    const counts = this.state.counts();
     m?.registryRules.set(registry.ruleCount);
     m?.registryEntries.set(registry.entryCount);
-    m?.registryProblems.set(registry.problems.length);
-    m?.rulesNotEnforced.set(notEnforcedCount(registry));
-    // Log each problem once, not on every rebuild.
-    const now = new Set(registry.problems.map(formatProblem));
-    for (const p of now) if (!this.loggedProblems.has(p)) this.opts.logger.warn({ problem: p }, "rule not registered");
-    this.loggedProblems = now;
+    m?.registryProblems.set(counts.problems);
+    m?.rulesNotEnforced.set(counts.notEnforced);
+    // Each problem is logged once, when it appears.
+    for (const p of this.state.takeFresh()) this.opts.logger.warn({ problem: formatProblem(p) }, "rule not registered");
   }
 }

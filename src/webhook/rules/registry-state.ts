@@ -1,0 +1,289 @@
+// The registry kept up to date one rule at a time. Its live source (source.ts) still hands it the whole rule list,
+// level-triggered, on every change; a rule object it has seen (the same object: stores keep it until an event
+// replaces it) costs one map lookup, and only rules whose inputs changed are derived again (contribution.ts): a rule
+// object replaced, a resolution of one of its paths, its verdict, its side of its author's cap. A derived
+// contribution equal to the last one (a status-only write, a resourceVersion, a verdict that changes nothing this
+// rule enforces) writes nothing, and observe+settle then report no change. buildRegistry (registry.ts) is the same
+// code from empty, so the incremental registry and a fresh build cannot drift apart.
+import { parseRule, ruleKeyOf, type ParsedRule } from "../../api/rule.ts";
+import { AuthorCaps, createdOf } from "../../api/rule-cap.ts";
+import { ruleKeyString, type WorkspacePath } from "../../api/types.ts";
+import { NO_VERDICTS, verdictFor, type Verdicts } from "../../api/verdicts.ts";
+import { asRecord, compareStrings } from "../../util/json.ts";
+import {
+  contribute,
+  grKey,
+  NO_CONTRIBUTION,
+  resolutionPrint,
+  verdictPrint,
+  type Contribution,
+  type KeyedEntry,
+} from "./contribution.ts";
+import { EntryLists, newCounter, TypeCounts, type RegistryCounter } from "./entry-index.ts";
+import { providerKey } from "./contribution.ts";
+import { isNotEnforced, type PathResolutions, type RegistryProblem, type RuleRegistry } from "./registry.ts";
+
+export interface RegistryStateOptions {
+  /** The operator's opt-in (webhook flag) for rules whose author declined the read-only checks. */
+  enforceUnverified?: boolean;
+  /** At most this many rules per author (workspace) are enforced (--max-rules-per-workspace); unset: no cap. */
+  maxRulesPerWorkspace?: number;
+  counter?: RegistryCounter;
+}
+
+interface RuleRecord {
+  object: unknown;
+  parsed: ParsedRule;
+  uid: string | undefined;
+  verdict: string;
+  contribution: Contribution;
+  /** The observe() that last saw it. */
+  seen: number;
+}
+
+const notEnforcedIn = (c: Contribution): number => (c.problems.some((p) => isNotEnforced(p.message)) ? 1 : 0);
+
+const uidOf = (obj: unknown): string | undefined => {
+  const uid = asRecord(asRecord(obj)?.["metadata"])?.["uid"];
+  return typeof uid === "string" ? uid : undefined;
+};
+
+export class RegistryState {
+  private readonly opts: RegistryStateOptions;
+  readonly counter: RegistryCounter;
+  private readonly records = new Map<string, RuleRecord>();
+  private readonly caps: AuthorCaps | undefined;
+  /** Observed but not settled: rule objects new or replaced, and rule keys gone. */
+  private readonly staged = new Map<string, { object: unknown; parsed: ParsedRule }>();
+  private readonly gone = new Set<string>();
+  private epoch = 0;
+  private unkeyed: RegistryProblem[] = [];
+  private unkeyedPrint = "";
+  private readonly pathRules = new Map<string, Set<string>>();
+  private readonly resolutionPrints = new Map<string, string>();
+  private resolutions: PathResolutions = new Map();
+  private verdicts: Verdicts | undefined;
+  private readonly byProvider: EntryLists;
+  private readonly byGroupResource: EntryLists;
+  private readonly types = new TypeCounts();
+  private registered = 0;
+  private entries = 0;
+  private problemList: RegistryProblem[] | undefined;
+  private problemTotal = 0;
+  private notEnforcedRules = 0;
+  /** Problems that appeared since takeFresh() was last called (each logged once by the source). */
+  private fresh: RegistryProblem[] = [];
+  private view: RuleRegistry | undefined;
+
+  constructor(opts: RegistryStateOptions = {}) {
+    this.opts = opts;
+    this.counter = opts.counter ?? newCounter();
+    this.byProvider = new EntryLists(this.counter);
+    this.byGroupResource = new EntryLists(this.counter);
+    if (opts.maxRulesPerWorkspace !== undefined) this.caps = new AuthorCaps(opts.maxRulesPerWorkspace);
+  }
+
+  /**
+   * Takes the current rule objects (first of a key wins) and returns every provider path they name, for the caller
+   * to resolve before settle(). Nothing a lookup sees changes until settle().
+   */
+  observe(objects: readonly unknown[]): WorkspacePath[] {
+    const epoch = ++this.epoch;
+    const unkeyed: RegistryProblem[] = [];
+    const seen = new Set<string>();
+    this.staged.clear();
+    for (const obj of objects) {
+      const key = ruleKeyOf(obj);
+      if (!key) {
+        const name = asRecord(asRecord(obj)?.["metadata"])?.["name"];
+        const rule = `/${typeof name === "string" ? name : ""}`;
+        unkeyed.push({ rule, message: "rule has no name or kcp.io/cluster annotation" });
+        continue;
+      }
+      const k = ruleKeyString(key);
+      const rec = this.records.get(k);
+      if (rec?.seen === epoch || seen.has(k)) continue;
+      if (rec) rec.seen = epoch;
+      if (rec?.object === obj) continue;
+      seen.add(k);
+      this.counter.parsed++;
+      this.staged.set(k, { object: obj, parsed: parseRule(obj)! });
+    }
+    this.gone.clear();
+    for (const [k, rec] of this.records) if (rec.seen !== epoch && !this.staged.has(k)) this.gone.add(k);
+    this.unkeyed = unkeyed;
+    const paths = new Set(this.pathRules.keys());
+    for (const s of this.staged.values()) for (const d of s.parsed.dependencies) paths.add(d.path);
+    return [...paths].sort(compareStrings) as WorkspacePath[];
+  }
+
+  /** Applies what observe() took, with these resolutions and verdicts; true when anything a lookup sees changed. */
+  settle(resolutions: PathResolutions, verdicts: Verdicts = NO_VERDICTS): boolean {
+    const dirty = new Set<string>();
+    let changed = this.takeObserved(dirty);
+    this.resolutions = resolutions;
+    this.markResolutions(resolutions, dirty);
+    if (verdicts !== this.verdicts) this.markVerdicts(verdicts, dirty);
+    this.verdicts = verdicts;
+    for (const k of dirty) if (this.derive(k)) changed = true;
+    const unkeyedPrint = JSON.stringify(this.unkeyed);
+    if (unkeyedPrint !== this.unkeyedPrint) {
+      changed = true;
+      this.fresh.push(...this.unkeyed);
+    }
+    this.unkeyedPrint = unkeyedPrint;
+    if (changed) {
+      this.view = undefined;
+      this.problemList = undefined;
+    }
+    return changed;
+  }
+
+  /** Removes the rules gone and records the rules staged; marks what must be derived again. */
+  private takeObserved(dirty: Set<string>): boolean {
+    for (const k of this.gone) {
+      const rec = this.records.get(k)!;
+      this.indexPaths(k, rec.parsed, -1);
+      this.write(k, rec.contribution, NO_CONTRIBUTION);
+      this.records.delete(k);
+      for (const moved of this.caps?.remove(k) ?? []) dirty.add(moved);
+    }
+    for (const [k, { object, parsed }] of this.staged) {
+      const old = this.records.get(k);
+      if (old) this.indexPaths(k, old.parsed, -1);
+      this.indexPaths(k, parsed, 1);
+      const rec = { object, parsed, uid: uidOf(object), verdict: "", seen: this.epoch };
+      this.records.set(k, { ...rec, contribution: old?.contribution ?? NO_CONTRIBUTION });
+      for (const moved of this.caps?.add({ key: parsed.key, created: createdOf(object) }) ?? []) dirty.add(moved);
+      dirty.add(k);
+    }
+    const changed = this.gone.size > 0;
+    this.gone.clear();
+    this.staged.clear();
+    return changed;
+  }
+
+  private indexPaths(key: string, parsed: ParsedRule, by: 1 | -1): void {
+    for (const d of parsed.dependencies) {
+      const rules = this.pathRules.get(d.path) ?? new Set<string>();
+      if (by === 1) rules.add(key);
+      else rules.delete(key);
+      if (rules.size === 0) this.pathRules.delete(d.path);
+      else this.pathRules.set(d.path, rules);
+    }
+  }
+
+  /** Rules naming a path whose resolution changed (or appeared, or went) are derived again. */
+  private markResolutions(resolutions: PathResolutions, dirty: Set<string>): void {
+    const paths = new Set([...this.resolutionPrints.keys(), ...resolutions.keys()]);
+    for (const path of paths) {
+      const print = resolutionPrint(resolutions.get(path));
+      if (print === (this.resolutionPrints.get(path) ?? "")) continue;
+      if (print === "") this.resolutionPrints.delete(path);
+      else this.resolutionPrints.set(path, print);
+      for (const k of this.pathRules.get(path) ?? []) dirty.add(k);
+    }
+  }
+
+  /** New verdicts: only rules whose verdict changes what they enforce are derived again. */
+  private markVerdicts(verdicts: Verdicts, dirty: Set<string>): void {
+    for (const [k, rec] of this.records)
+      if (verdictPrint(verdictFor(verdicts, k, rec.uid), rec.parsed.generation) !== rec.verdict) dirty.add(k);
+  }
+
+  /** Derives the rule's contribution again and writes where it differs; true when it did. */
+  private derive(k: string): boolean {
+    const rec = this.records.get(k);
+    if (!rec) return false;
+    this.counter.derived++;
+    const verdict = verdictFor(this.verdicts ?? NO_VERDICTS, k, rec.uid);
+    rec.verdict = verdictPrint(verdict, rec.parsed.generation);
+    const inputs = {
+      rule: rec.parsed,
+      verdict,
+      resolutions: this.resolutions,
+      withinCap: this.caps?.within(k) ?? true,
+      enforceUnverified: this.opts.enforceUnverified === true,
+    };
+    const next = contribute(inputs, this.opts.maxRulesPerWorkspace ?? 0);
+    if (next.print === rec.contribution.print) return false;
+    this.write(k, rec.contribution, next);
+    rec.contribution = next;
+    return true;
+  }
+
+  /** Replaces one rule's contribution in the lookup tables, entry by entry where they differ. */
+  private write(rule: string, old: Contribution, next: Contribution): void {
+    const had = old.byProvider.size > 0;
+    this.registered += (next.byProvider.size > 0 ? 1 : 0) - (had ? 1 : 0);
+    this.problemTotal += next.problems.length - old.problems.length;
+    this.notEnforcedRules += notEnforcedIn(next) - notEnforcedIn(old);
+    const before = new Set(old.problems.map((p) => p.message));
+    for (const p of next.problems) if (!before.has(p.message)) this.fresh.push(p);
+    this.entries += next.byProvider.size - old.byProvider.size;
+    this.writeTable(this.byProvider, rule, old.byProvider, next.byProvider, true);
+    this.writeTable(this.byGroupResource, rule, old.byGroupResource, next.byGroupResource, false);
+  }
+
+  private writeTable(
+    table: EntryLists,
+    rule: string,
+    old: Map<string, KeyedEntry>,
+    next: Map<string, KeyedEntry>,
+    typed: boolean,
+  ): void {
+    for (const [key, e] of old) {
+      if (next.get(key)?.print === e.print) continue;
+      if (typed) this.types.add(e.entry, -1);
+      if (!next.has(key)) table.drop(key, rule);
+    }
+    for (const [key, e] of next) {
+      if (old.get(key)?.print === e.print) continue;
+      if (typed) this.types.add(e.entry, 1);
+      table.put(key, e.entry);
+    }
+  }
+
+  /** How many problems there are, and how many rules have a part not enforced (for the gauges). */
+  counts(): { problems: number; notEnforced: number } {
+    const unkeyed = this.unkeyed.length;
+    return { problems: this.problemTotal + unkeyed, notEnforced: this.notEnforcedRules };
+  }
+
+  /** The problems that appeared since the last call, to be logged once. */
+  takeFresh(): RegistryProblem[] {
+    const fresh = this.fresh;
+    this.fresh = [];
+    return fresh;
+  }
+
+  /** Every problem, the unkeyed objects' first, then by rule (built again only after a change). */
+  problems(): RegistryProblem[] {
+    if (this.problemList) return this.problemList;
+    const keys = [...this.records.keys()].sort(compareStrings);
+    this.problemList = [...this.unkeyed, ...keys.flatMap((k) => this.records.get(k)!.contribution.problems)];
+    return this.problemList;
+  }
+
+  /** The registry as lookups see it now; the same object until something changes. */
+  current(): RuleRegistry {
+    if (this.view) return this.view;
+    const { registered, entries } = this;
+    const problems = (): RegistryProblem[] => this.problems();
+    this.view = {
+      ruleCount: registered,
+      entryCount: entries,
+      get problems() {
+        return problems();
+      },
+      dependentTypes: () => this.types.list(),
+      find: (provider, gr) => ({
+        entries:
+          (provider === undefined
+            ? this.byGroupResource.get(grKey(gr))
+            : this.byProvider.get(providerKey(provider, gr))) ?? [],
+      }),
+    };
+    return this.view;
+  }
+}
