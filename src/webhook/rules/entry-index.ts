@@ -5,7 +5,16 @@
 import { dependentTypeKey } from "../../api/index-report.ts";
 import type { FieldPath } from "../../fieldpath/fieldpath.ts";
 import { compareStrings } from "../../util/json.ts";
-import type { DependentType, IndexedType, RuleEntry } from "./registry.ts";
+import type { ParsedRule } from "../../api/rule.ts";
+import { resolutionPrint } from "./contribution.ts";
+import {
+  isNotEnforced,
+  type DependentType,
+  type IndexedType,
+  type PathResolutions,
+  type RegistryProblem,
+  type RuleEntry,
+} from "./registry.ts";
 
 /** Counts the registry's work, for tests that check it is proportional to the change (never wall time). */
 export interface RegistryCounter {
@@ -98,5 +107,54 @@ export class TypeCounts {
       return { dependent: t.dependent, fieldPaths: sources.map((s) => t.paths.get(s)![0]) };
     });
     return this.cached;
+  }
+}
+
+/** The problems' counts, kept as rules' problems are replaced, and those that appeared, to be logged once. */
+export class ProblemBook {
+  total = 0;
+  /** Rules with at least one problem that leaves a part of them not enforced. */
+  notEnforced = 0;
+  readonly fresh: RegistryProblem[] = [];
+
+  replace(old: readonly RegistryProblem[], next: readonly RegistryProblem[]): void {
+    const notEnforced = (ps: readonly RegistryProblem[]): number => (ps.some((p) => isNotEnforced(p.message)) ? 1 : 0);
+    this.total += next.length - old.length;
+    this.notEnforced += notEnforced(next) - notEnforced(old);
+    const before = new Set(old.map((p) => p.message));
+    for (const p of next) if (!before.has(p.message)) this.fresh.push(p);
+  }
+}
+
+/** Which rules name each provider path, and what each path last resolved to: a path's change marks its rules only. */
+export class PathIndex {
+  private readonly rules = new Map<string, Set<string>>();
+  private readonly prints = new Map<string, string>();
+
+  named(): Iterable<string> {
+    return this.rules.keys();
+  }
+
+  index(rule: string, parsed: ParsedRule, by: 1 | -1): void {
+    for (const d of parsed.dependencies) {
+      const rules = this.rules.get(d.path) ?? new Set<string>();
+      if (by === 1) rules.add(rule);
+      else rules.delete(rule);
+      if (rules.size === 0) this.rules.delete(d.path);
+      else this.rules.set(d.path, rules);
+    }
+  }
+
+  /** Takes the new resolutions; returns the rules naming a path whose resolution changed (or appeared, or went). */
+  changed(resolutions: PathResolutions): Set<string> {
+    const dirty = new Set<string>();
+    for (const path of new Set([...this.prints.keys(), ...resolutions.keys()])) {
+      const print = resolutionPrint(resolutions.get(path));
+      if (print === (this.prints.get(path) ?? "")) continue;
+      if (print === "") this.prints.delete(path);
+      else this.prints.set(path, print);
+      for (const k of this.rules.get(path) ?? []) dirty.add(k);
+    }
+    return dirty;
   }
 }

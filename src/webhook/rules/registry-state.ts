@@ -1,10 +1,8 @@
-// The registry kept up to date one rule at a time. Its live source (source.ts) still hands it the whole rule list,
-// level-triggered, on every change; a rule object it has seen (the same object: stores keep it until an event
-// replaces it) costs one map lookup, and only rules whose inputs changed are derived again (contribution.ts): a rule
-// object replaced, a resolution of one of its paths, its verdict, its side of its author's cap. A derived
-// contribution equal to the last one (a status-only write, a resourceVersion, a verdict that changes nothing this
-// rule enforces) writes nothing, and observe+settle then report no change. buildRegistry (registry.ts) is the same
-// code from empty, so the incremental registry and a fresh build cannot drift apart.
+// The registry kept up to date one rule at a time. Its source (source.ts) hands it the whole rule list on every
+// change; a rule object seen before (stores keep it until an event replaces it) costs one map lookup, and only rules
+// whose inputs changed are derived again (contribution.ts): object replaced, a resolution of one of its paths, its
+// verdict, its side of its author's cap. A contribution equal to the last (a status-only write, a verdict that changes
+// nothing this rule enforces) writes nothing, and settle() reports no change. buildRegistry is this from empty.
 import { parseRule, ruleKeyOf, type ParsedRule } from "../../api/rule.ts";
 import { AuthorCaps, createdOf } from "../../api/rule-cap.ts";
 import { ruleKeyString, type WorkspacePath } from "../../api/types.ts";
@@ -14,20 +12,20 @@ import {
   contribute,
   grKey,
   NO_CONTRIBUTION,
-  resolutionPrint,
+  providerKey,
   verdictPrint,
   type Contribution,
   type KeyedEntry,
 } from "./contribution.ts";
-import { EntryLists, newCounter, TypeCounts, type RegistryCounter } from "./entry-index.ts";
-import { providerKey } from "./contribution.ts";
-import { isNotEnforced, type PathResolutions, type RegistryProblem, type RuleRegistry } from "./registry.ts";
+import { EntryLists, newCounter, PathIndex, TypeCounts, type RegistryCounter } from "./entry-index.ts";
+import { ProblemBook } from "./entry-index.ts";
+import type { PathResolutions, RegistryProblem, RuleRegistry } from "./registry.ts";
 
 export interface RegistryStateOptions {
   /** The operator's opt-in (webhook flag) for rules whose author declined the read-only checks. */
   enforceUnverified?: boolean;
   /** At most this many rules per author (workspace) are enforced (--max-rules-per-workspace); unset: no cap. */
-  maxRulesPerWorkspace?: number;
+  maxRulesPerWorkspace?: number | undefined;
   counter?: RegistryCounter;
 }
 
@@ -37,43 +35,35 @@ interface RuleRecord {
   uid: string | undefined;
   verdict: string;
   contribution: Contribution;
-  /** The observe() that last saw it. */
-  seen: number;
+  seen: number; // the observe() that last saw it
 }
 
-const notEnforcedIn = (c: Contribution): number => (c.problems.some((p) => isNotEnforced(p.message)) ? 1 : 0);
-
-const uidOf = (obj: unknown): string | undefined => {
-  const uid = asRecord(asRecord(obj)?.["metadata"])?.["uid"];
-  return typeof uid === "string" ? uid : undefined;
-};
+const metaOf = (obj: unknown) => asRecord(asRecord(obj)?.["metadata"]);
+const uidOf = (obj: unknown) =>
+  typeof metaOf(obj)?.["uid"] === "string" ? (metaOf(obj)!["uid"] as string) : undefined;
 
 export class RegistryState {
   private readonly opts: RegistryStateOptions;
   readonly counter: RegistryCounter;
   private readonly records = new Map<string, RuleRecord>();
-  private readonly caps: AuthorCaps | undefined;
-  /** Observed but not settled: rule objects new or replaced, and rule keys gone. */
-  private readonly staged = new Map<string, { object: unknown; parsed: ParsedRule }>();
-  private readonly gone = new Set<string>();
+  /** Which rules are within their author's cap (none is over without a cap). */
+  readonly caps: AuthorCaps | undefined;
+  private readonly staged = new Map<string, { object: unknown; parsed: ParsedRule }>(); // observed, new or replaced
+  private readonly gone = new Set<string>(); // observed gone, not settled yet
   private epoch = 0;
   private unkeyed: RegistryProblem[] = [];
   private unkeyedPrint = "";
-  private readonly pathRules = new Map<string, Set<string>>();
-  private readonly resolutionPrints = new Map<string, string>();
+  private readonly paths = new PathIndex();
   private resolutions: PathResolutions = new Map();
   private verdicts: Verdicts | undefined;
   private readonly byProvider: EntryLists;
   private readonly byGroupResource: EntryLists;
   private readonly types = new TypeCounts();
-  private registered = 0;
-  private entries = 0;
+  private registered = 0; // rules with at least one entry
+  private entries = 0; // (rule, provider, group/resource) entries
   private problemList: RegistryProblem[] | undefined;
-  private problemTotal = 0;
-  private notEnforcedRules = 0;
-  /** Problems that appeared since takeFresh() was last called (each logged once by the source). */
-  private fresh: RegistryProblem[] = [];
-  private view: RuleRegistry | undefined;
+  private readonly book = new ProblemBook();
+  private view: RuleRegistry | undefined; // until something changes
 
   constructor(opts: RegistryStateOptions = {}) {
     this.opts = opts;
@@ -95,7 +85,7 @@ export class RegistryState {
     for (const obj of objects) {
       const key = ruleKeyOf(obj);
       if (!key) {
-        const name = asRecord(asRecord(obj)?.["metadata"])?.["name"];
+        const name = metaOf(obj)?.["name"];
         const rule = `/${typeof name === "string" ? name : ""}`;
         unkeyed.push({ rule, message: "rule has no name or kcp.io/cluster annotation" });
         continue;
@@ -112,7 +102,7 @@ export class RegistryState {
     this.gone.clear();
     for (const [k, rec] of this.records) if (rec.seen !== epoch && !this.staged.has(k)) this.gone.add(k);
     this.unkeyed = unkeyed;
-    const paths = new Set(this.pathRules.keys());
+    const paths = new Set(this.paths.named());
     for (const s of this.staged.values()) for (const d of s.parsed.dependencies) paths.add(d.path);
     return [...paths].sort(compareStrings) as WorkspacePath[];
   }
@@ -122,14 +112,14 @@ export class RegistryState {
     const dirty = new Set<string>();
     let changed = this.takeObserved(dirty);
     this.resolutions = resolutions;
-    this.markResolutions(resolutions, dirty);
+    for (const k of this.paths.changed(resolutions)) dirty.add(k);
     if (verdicts !== this.verdicts) this.markVerdicts(verdicts, dirty);
     this.verdicts = verdicts;
     for (const k of dirty) if (this.derive(k)) changed = true;
     const unkeyedPrint = JSON.stringify(this.unkeyed);
     if (unkeyedPrint !== this.unkeyedPrint) {
       changed = true;
-      this.fresh.push(...this.unkeyed);
+      this.book.fresh.push(...this.unkeyed);
     }
     this.unkeyedPrint = unkeyedPrint;
     if (changed) {
@@ -143,15 +133,15 @@ export class RegistryState {
   private takeObserved(dirty: Set<string>): boolean {
     for (const k of this.gone) {
       const rec = this.records.get(k)!;
-      this.indexPaths(k, rec.parsed, -1);
+      this.paths.index(k, rec.parsed, -1);
       this.write(k, rec.contribution, NO_CONTRIBUTION);
       this.records.delete(k);
       for (const moved of this.caps?.remove(k) ?? []) dirty.add(moved);
     }
     for (const [k, { object, parsed }] of this.staged) {
       const old = this.records.get(k);
-      if (old) this.indexPaths(k, old.parsed, -1);
-      this.indexPaths(k, parsed, 1);
+      if (old) this.paths.index(k, old.parsed, -1);
+      this.paths.index(k, parsed, 1);
       const rec = { object, parsed, uid: uidOf(object), verdict: "", seen: this.epoch };
       this.records.set(k, { ...rec, contribution: old?.contribution ?? NO_CONTRIBUTION });
       for (const moved of this.caps?.add({ key: parsed.key, created: createdOf(object) }) ?? []) dirty.add(moved);
@@ -161,28 +151,6 @@ export class RegistryState {
     this.gone.clear();
     this.staged.clear();
     return changed;
-  }
-
-  private indexPaths(key: string, parsed: ParsedRule, by: 1 | -1): void {
-    for (const d of parsed.dependencies) {
-      const rules = this.pathRules.get(d.path) ?? new Set<string>();
-      if (by === 1) rules.add(key);
-      else rules.delete(key);
-      if (rules.size === 0) this.pathRules.delete(d.path);
-      else this.pathRules.set(d.path, rules);
-    }
-  }
-
-  /** Rules naming a path whose resolution changed (or appeared, or went) are derived again. */
-  private markResolutions(resolutions: PathResolutions, dirty: Set<string>): void {
-    const paths = new Set([...this.resolutionPrints.keys(), ...resolutions.keys()]);
-    for (const path of paths) {
-      const print = resolutionPrint(resolutions.get(path));
-      if (print === (this.resolutionPrints.get(path) ?? "")) continue;
-      if (print === "") this.resolutionPrints.delete(path);
-      else this.resolutionPrints.set(path, print);
-      for (const k of this.pathRules.get(path) ?? []) dirty.add(k);
-    }
   }
 
   /** New verdicts: only rules whose verdict changes what they enforce are derived again. */
@@ -216,10 +184,7 @@ export class RegistryState {
   private write(rule: string, old: Contribution, next: Contribution): void {
     const had = old.byProvider.size > 0;
     this.registered += (next.byProvider.size > 0 ? 1 : 0) - (had ? 1 : 0);
-    this.problemTotal += next.problems.length - old.problems.length;
-    this.notEnforcedRules += notEnforcedIn(next) - notEnforcedIn(old);
-    const before = new Set(old.problems.map((p) => p.message));
-    for (const p of next.problems) if (!before.has(p.message)) this.fresh.push(p);
+    this.book.replace(old.problems, next.problems);
     this.entries += next.byProvider.size - old.byProvider.size;
     this.writeTable(this.byProvider, rule, old.byProvider, next.byProvider, true);
     this.writeTable(this.byGroupResource, rule, old.byGroupResource, next.byGroupResource, false);
@@ -246,15 +211,12 @@ export class RegistryState {
 
   /** How many problems there are, and how many rules have a part not enforced (for the gauges). */
   counts(): { problems: number; notEnforced: number } {
-    const unkeyed = this.unkeyed.length;
-    return { problems: this.problemTotal + unkeyed, notEnforced: this.notEnforcedRules };
+    return { problems: this.book.total + this.unkeyed.length, notEnforced: this.book.notEnforced };
   }
 
-  /** The problems that appeared since the last call, to be logged once. */
+  /** The problems that appeared since the last call (each is logged once). */
   takeFresh(): RegistryProblem[] {
-    const fresh = this.fresh;
-    this.fresh = [];
-    return fresh;
+    return this.book.fresh.splice(0);
   }
 
   /** Every problem, the unkeyed objects' first, then by rule (built again only after a change). */
@@ -265,7 +227,7 @@ export class RegistryState {
     return this.problemList;
   }
 
-  /** The registry as lookups see it now; the same object until something changes. */
+  /** The registry as lookups see it now. */
   current(): RuleRegistry {
     if (this.view) return this.view;
     const { registered, entries } = this;
@@ -277,12 +239,11 @@ export class RegistryState {
         return problems();
       },
       dependentTypes: () => this.types.list(),
-      find: (provider, gr) => ({
-        entries:
-          (provider === undefined
-            ? this.byGroupResource.get(grKey(gr))
-            : this.byProvider.get(providerKey(provider, gr))) ?? [],
-      }),
+      find: (provider, gr) => {
+        const list =
+          provider === undefined ? this.byGroupResource.get(grKey(gr)) : this.byProvider.get(providerKey(provider, gr));
+        return { entries: list ?? [] };
+      },
     };
     return this.view;
   }

@@ -1,7 +1,6 @@
 // The live source of the rule registry: DependencyRules watched through the dep-ctrl APIExport's virtual workspace
-// on every endpoint (shard), their provider paths resolved to logical clusters, and the registry brought up to date on
-// the shared work loop after every change (level-triggered: the whole list is handed over, and the registry derives
-// again only the rules whose inputs changed, registry-state.ts; a pass that changes nothing is not announced). Not ready until every endpoint has listed
+// on every endpoint (shard), their provider paths resolved, and the registry brought up to date on the work loop after
+// every change (the whole list is handed over; registry-state.ts derives again only what changed). Not ready until every endpoint has listed
 // its rules and a registry was built from that complete list, so no DELETE is decided on a partial set of rules.
 //
 // After that first full sync, neither an endpoint whose list/watch fails (for longer than `brokenAfterMs`) nor a new
@@ -9,8 +8,7 @@
 // rules may come from that shard are refused with 503 (visibility.ts says which). Transitions are logged and the
 // per-endpoint gauge is kept on a timer.
 import type { Logger } from "pino";
-import { ruleKeyOf } from "../../api/rule.ts";
-import { ruleKeyString, type DependencyRule, type WorkspacePath } from "../../api/types.ts";
+import type { DependencyRule, WorkspacePath } from "../../api/types.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
 import { resolveWithStored } from "../../kcp/stored-resolution.ts";
 import { NO_VERDICTS, type Verdicts } from "../../api/verdicts.ts";
@@ -19,7 +17,7 @@ import { WorkLoop, type PassResult } from "../../util/workloop.ts";
 import type { RuleEndpointMetrics, WebhookMetrics } from "../metrics.ts";
 import { formatProblem, RegistryState, type RuleRegistry } from "./registry.ts";
 import { reportEndpoints } from "./endpoint-metrics.ts";
-import { withVisibility, type Visibility } from "./visibility.ts";
+import { listWithOrigins, withVisibility, type Visibility } from "./visibility.ts";
 
 /** The part of the rule watch the source needs; ExportWatch in production, a fake in tests. */
 export interface RuleWatch {
@@ -77,12 +75,11 @@ export class RuleSource {
   private readonly watch: RuleWatch;
   private readonly loop: WorkLoop;
   private registry: RuleRegistry | undefined;
-  private readonly state: RegistryState;
+  /** The registry, kept up to date; also asked by the rule admission webhook how many rules an author has. */
+  readonly state: RegistryState;
   /** Bumped whenever the watch is seen unsynced; a build counts as complete only if none happened during it. */
   private unsyncedEpoch = 0;
   private complete = false;
-  /** The first registry was handed to onRegistry (later ones only when they changed). */
-  private announced = false;
   /** A complete registry was built once: from then on, an unlisted endpoint refuses only its own reviews. */
   private everComplete = false;
   /** Rule key → endpoints it was listed from, for the registry being handed out; undefined: origins unknown. */
@@ -95,10 +92,8 @@ export class RuleSource {
 
   constructor(opts: RuleSourceOptions) {
     this.opts = opts;
-    this.state = new RegistryState({
-      enforceUnverified: opts.enforceUnverified === true,
-      ...(opts.maxRulesPerWorkspace !== undefined ? { maxRulesPerWorkspace: opts.maxRulesPerWorkspace } : {}),
-    });
+    const { enforceUnverified, maxRulesPerWorkspace } = opts;
+    this.state = new RegistryState({ enforceUnverified: enforceUnverified === true, maxRulesPerWorkspace });
     this.loop = new WorkLoop({
       pass: () => this.rebuild(),
       logger: opts.logger,
@@ -205,35 +200,21 @@ export class RuleSource {
     reportEndpoints(this.opts.metrics?.ruleEndpointUnsynced, this.watch.endpoints?.() ?? [], this.reportedBroken);
   }
 
-  /** The rules, and (when the watch can say) the endpoints each was listed from. */
-  private snapshot(): { rules: DependencyRule[]; origins: Map<string, string[]> | undefined } {
-    const sourced = this.watch.listWithEndpoints?.();
-    if (!sourced) return { rules: this.watch.list(), origins: undefined };
-    const origins = new Map<string, string[]>();
-    for (const { endpoint, object } of sourced) {
-      const key = ruleKeyOf(object);
-      if (!key) continue;
-      const k = ruleKeyString(key);
-      origins.set(k, [...(origins.get(k) ?? []), endpoint]);
-    }
-    return { rules: sourced.map((s) => s.object), origins };
-  }
-
   private async rebuild(): Promise<PassResult> {
     // Without the verdicts a rule the controller found protecting would read as unjudged: not complete until listed.
     const synced = this.watch.hasSynced() && (this.opts.verdicts?.hasSynced() ?? true);
     const epoch = this.unsyncedEpoch;
-    const { rules, origins } = this.snapshot();
+    const { rules, origins } = listWithOrigins(this.watch);
     const verdicts = this.opts.verdicts?.current() ?? NO_VERDICTS;
     const paths = this.state.observe(rules);
     // A restarted replica has no last good answer of its own: the stored one keeps its protection in place.
     const resolutions = await resolveWithStored(paths, this.opts.resolver, verdicts.paths);
     const changed = this.state.settle(resolutions, verdicts);
     const registry = this.state.current();
+    // The first registry is announced, later ones only when they changed.
+    if (changed || !this.registry) this.opts.onRegistry?.(registry);
     this.registry = registry;
     this.ruleEndpoints = origins;
-    if (changed || !this.announced) this.opts.onRegistry?.(registry);
-    this.announced = true;
     this.complete = synced && epoch === this.unsyncedEpoch;
     if (this.complete) this.everComplete = true;
     if (changed) this.report(registry);

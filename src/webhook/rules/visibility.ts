@@ -8,7 +8,8 @@
 //     for what a webhook configuration names, so a rule exists somewhere, perhaps on the shard not seen.
 // A (provider, group/resource) whose known rules all come from healthy endpoints is decided as usual. Pure: no I/O,
 // no clock; RuleSource (rules.ts) feeds it the endpoints' health and the rules' origins.
-import type { GroupResource, LogicalClusterName } from "../../api/types.ts";
+import { ruleKeyOf } from "../../api/rule.ts";
+import { ruleKeyString, type GroupResource, type LogicalClusterName } from "../../api/types.ts";
 import type { RuleMatch, RuleRegistry } from "./registry.ts";
 
 /** What the source knows about where rules come from and which endpoints it cannot see now. */
@@ -71,4 +72,21 @@ export function withVisibility(registry: RuleRegistry, vis: Visibility): RuleReg
     return doubt ? { ...match, unseen: { ...doubt, why: describeDoubt(doubt, vis) } } : match;
   };
   return wrapped;
+}
+
+/** The rules, and (when the watch can say) the endpoints each was listed from. */
+export function listWithOrigins<T>(watch: { list(): T[]; listWithEndpoints?(): { endpoint: string; object: T }[] }): {
+  rules: T[];
+  origins: Map<string, string[]> | undefined;
+} {
+  const sourced = watch.listWithEndpoints?.();
+  if (!sourced) return { rules: watch.list(), origins: undefined };
+  const origins = new Map<string, string[]>();
+  for (const { endpoint, object } of sourced) {
+    const key = ruleKeyOf(object);
+    if (!key) continue;
+    const k = ruleKeyString(key);
+    origins.set(k, [...(origins.get(k) ?? []), endpoint]);
+  }
+  return { rules: sourced.map((s) => s.object), origins };
 }
