@@ -1,12 +1,14 @@
 // The registry's lookup tables, written one rule's entry at a time: key → entries sorted by rule (so lookups and
 // messages come out in a stable order), and the dependent types with their field paths, reference-counted, for the
 // dependents index. A list is replaced, never changed in place (copy on write): a review that took it keeps a
-// consistent one. Replacing costs a binary search and one array copy (a memory move of pointers, no comparisons).
+// consistent one. Each settle replaces a changed list once: a binary search per change and one array copy (a memory
+// move of pointers, no comparisons), or one sort when most of it changed.
 import { dependentTypeKey } from "../../api/index-report.ts";
 import type { FieldPath } from "../../fieldpath/fieldpath.ts";
 import { compareStrings } from "../../util/json.ts";
 import type { ParsedRule } from "../../api/rule.ts";
-import { resolutionPrint } from "./contribution.ts";
+import { grKey, providerKey, resolutionPrint, type Contribution, type KeyedEntry } from "./contribution.ts";
+import type { GroupResource, LogicalClusterName } from "../../api/types.ts";
 import {
   isNotEnforced,
   type DependentType,
@@ -44,6 +46,8 @@ function slot(list: readonly RuleEntry[], rule: string): number {
 
 export class EntryLists {
   private readonly lists = new Map<string, readonly RuleEntry[]>();
+  /** Changes not yet applied, per key: rule → its new entry, or null to take it out. */
+  private readonly pending = new Map<string, Map<string, RuleEntry | null>>();
   private readonly counter: RegistryCounter;
 
   constructor(counter: RegistryCounter) {
@@ -54,30 +58,53 @@ export class EntryLists {
     return this.lists.get(key);
   }
 
-  /** Puts `entry` under `key`, replacing the same rule's entry there. */
+  /** Puts `entry` under `key`, replacing the same rule's entry there (seen by get() after flush()). */
   put(key: string, entry: RuleEntry): void {
-    this.counter.entryWrites++;
-    const list = this.lists.get(key) ?? [];
-    const at = slot(list, entry.rule);
-    const replace = list[at]?.rule === entry.rule ? 1 : 0;
-    const next = list.slice();
-    next.splice(at, replace, entry);
-    this.lists.set(key, next);
+    this.stage(key, entry.rule, entry);
   }
 
-  /** Takes the rule's entry out from under `key`. */
+  /** Takes the rule's entry out from under `key` (after flush()). */
   drop(key: string, rule: string): void {
-    this.counter.entryWrites++;
-    const list = this.lists.get(key) ?? [];
-    const at = slot(list, rule);
-    if (list[at]?.rule !== rule) return;
-    if (list.length === 1) this.lists.delete(key);
-    else {
-      const next = list.slice();
-      next.splice(at, 1);
-      this.lists.set(key, next);
-    }
+    this.stage(key, rule, null);
   }
+
+  private stage(key: string, rule: string, entry: RuleEntry | null): void {
+    this.counter.entryWrites++;
+    const changes = this.pending.get(key) ?? new Map<string, RuleEntry | null>();
+    this.pending.set(key, changes);
+    changes.set(rule, entry);
+  }
+
+  /**
+   * Applies the staged changes: one new list per key changed. A few changes are spliced in by binary search; many
+   * (a first list, a relist) are merged with one sort, so filling a list of n entries costs n log n, not n².
+   */
+  flush(): void {
+    for (const [key, changes] of this.pending) {
+      const list = this.lists.get(key) ?? [];
+      const next = changes.size * 8 < list.length ? spliced(list, changes) : merged(list, changes);
+      if (next.length === 0) this.lists.delete(key);
+      else this.lists.set(key, next);
+    }
+    this.pending.clear();
+  }
+}
+
+function spliced(list: readonly RuleEntry[], changes: Map<string, RuleEntry | null>): RuleEntry[] {
+  const next = list.slice();
+  for (const [rule, entry] of changes) {
+    const at = slot(next, rule);
+    const present = next[at]?.rule === rule ? 1 : 0;
+    if (entry) next.splice(at, present, entry);
+    else if (present) next.splice(at, 1);
+  }
+  return next;
+}
+
+function merged(list: readonly RuleEntry[], changes: Map<string, RuleEntry | null>): RuleEntry[] {
+  const next = list.filter((e) => !changes.has(e.rule));
+  for (const entry of changes.values()) if (entry) next.push(entry);
+  return next.sort((a, b) => compareStrings(a.rule, b.rule));
 }
 
 /** The dependent types the entries ask for, with each field path counted by the entries that ask for it. */
@@ -156,5 +183,60 @@ export class PathIndex {
       for (const k of this.rules.get(path) ?? []) dirty.add(k);
     }
     return dirty;
+  }
+}
+
+/** The lookup tables and their counts, written one rule's contribution at a time. */
+export class RegistryTables {
+  readonly byProvider: EntryLists;
+  readonly byGroupResource: EntryLists;
+  readonly types = new TypeCounts();
+  readonly book = new ProblemBook();
+  registered = 0; // rules with at least one entry
+  entries = 0; // (rule, provider, group/resource) entries
+
+  constructor(counter: RegistryCounter) {
+    this.byProvider = new EntryLists(counter);
+    this.byGroupResource = new EntryLists(counter);
+  }
+
+  find(provider: LogicalClusterName | undefined, gr: GroupResource): readonly RuleEntry[] {
+    const list =
+      provider === undefined ? this.byGroupResource.get(grKey(gr)) : this.byProvider.get(providerKey(provider, gr));
+    return list ?? [];
+  }
+
+  flush(): void {
+    this.byProvider.flush();
+    this.byGroupResource.flush();
+  }
+
+  /** Replaces one rule's contribution in the lookup tables, entry by entry where they differ. */
+  write(rule: string, old: Contribution, next: Contribution): void {
+    const had = old.byProvider.size > 0;
+    this.registered += (next.byProvider.size > 0 ? 1 : 0) - (had ? 1 : 0);
+    this.book.replace(old.problems, next.problems);
+    this.entries += next.byProvider.size - old.byProvider.size;
+    this.writeTable(this.byProvider, rule, old.byProvider, next.byProvider, true);
+    this.writeTable(this.byGroupResource, rule, old.byGroupResource, next.byGroupResource, false);
+  }
+
+  private writeTable(
+    table: EntryLists,
+    rule: string,
+    old: Map<string, KeyedEntry>,
+    next: Map<string, KeyedEntry>,
+    typed: boolean,
+  ): void {
+    for (const [key, e] of old) {
+      if (next.get(key)?.print === e.print) continue;
+      if (typed) this.types.add(e.entry, -1);
+      if (!next.has(key)) table.drop(key, rule);
+    }
+    for (const [key, e] of next) {
+      if (old.get(key)?.print === e.print) continue;
+      if (typed) this.types.add(e.entry, 1);
+      table.put(key, e.entry);
+    }
   }
 }

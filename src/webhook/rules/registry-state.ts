@@ -8,17 +8,8 @@ import { AuthorCaps, createdOf } from "../../api/rule-cap.ts";
 import { ruleKeyString, type WorkspacePath } from "../../api/types.ts";
 import { NO_VERDICTS, verdictFor, type Verdicts } from "../../api/verdicts.ts";
 import { asRecord, compareStrings } from "../../util/json.ts";
-import {
-  contribute,
-  grKey,
-  NO_CONTRIBUTION,
-  providerKey,
-  verdictPrint,
-  type Contribution,
-  type KeyedEntry,
-} from "./contribution.ts";
-import { EntryLists, newCounter, PathIndex, TypeCounts, type RegistryCounter } from "./entry-index.ts";
-import { ProblemBook } from "./entry-index.ts";
+import { contribute, NO_CONTRIBUTION, verdictPrint, type Contribution } from "./contribution.ts";
+import { newCounter, PathIndex, RegistryTables, type RegistryCounter } from "./entry-index.ts";
 import type { PathResolutions, RegistryProblem, RuleRegistry } from "./registry.ts";
 
 export interface RegistryStateOptions {
@@ -51,25 +42,20 @@ export class RegistryState {
   private readonly staged = new Map<string, { object: unknown; parsed: ParsedRule }>(); // observed, new or replaced
   private readonly gone = new Set<string>(); // observed gone, not settled yet
   private epoch = 0;
+  private readonly byObject = new Map<object, RuleRecord>(); // each record's object → the record
   private unkeyed: RegistryProblem[] = [];
   private unkeyedPrint = "";
   private readonly paths = new PathIndex();
   private resolutions: PathResolutions = new Map();
   private verdicts: Verdicts | undefined;
-  private readonly byProvider: EntryLists;
-  private readonly byGroupResource: EntryLists;
-  private readonly types = new TypeCounts();
-  private registered = 0; // rules with at least one entry
-  private entries = 0; // (rule, provider, group/resource) entries
+  private readonly tables: RegistryTables;
   private problemList: RegistryProblem[] | undefined;
-  private readonly book = new ProblemBook();
   private view: RuleRegistry | undefined; // until something changes
 
   constructor(opts: RegistryStateOptions = {}) {
     this.opts = opts;
     this.counter = opts.counter ?? newCounter();
-    this.byProvider = new EntryLists(this.counter);
-    this.byGroupResource = new EntryLists(this.counter);
+    this.tables = new RegistryTables(this.counter);
     if (opts.maxRulesPerWorkspace !== undefined) this.caps = new AuthorCaps(opts.maxRulesPerWorkspace);
   }
 
@@ -83,6 +69,11 @@ export class RegistryState {
     const seen = new Set<string>();
     this.staged.clear();
     for (const obj of objects) {
+      const known = this.seenBefore(obj);
+      if (known) {
+        known.seen = epoch;
+        continue;
+      }
       const key = ruleKeyOf(obj);
       if (!key) {
         const name = metaOf(obj)?.["name"];
@@ -107,6 +98,11 @@ export class RegistryState {
     return [...paths].sort(compareStrings) as WorkspacePath[];
   }
 
+  /** The record of this very object, if it is one: found by identity, without reading the object. */
+  private seenBefore(obj: unknown): RuleRecord | undefined {
+    return typeof obj === "object" && obj !== null ? this.byObject.get(obj) : undefined;
+  }
+
   /** Applies what observe() took, with these resolutions and verdicts; true when anything a lookup sees changed. */
   settle(resolutions: PathResolutions, verdicts: Verdicts = NO_VERDICTS): boolean {
     const dirty = new Set<string>();
@@ -116,10 +112,11 @@ export class RegistryState {
     if (verdicts !== this.verdicts) this.markVerdicts(verdicts, dirty);
     this.verdicts = verdicts;
     for (const k of dirty) if (this.derive(k)) changed = true;
+    this.tables.flush();
     const unkeyedPrint = JSON.stringify(this.unkeyed);
     if (unkeyedPrint !== this.unkeyedPrint) {
       changed = true;
-      this.book.fresh.push(...this.unkeyed);
+      this.tables.book.fresh.push(...this.unkeyed);
     }
     this.unkeyedPrint = unkeyedPrint;
     if (changed) {
@@ -134,8 +131,9 @@ export class RegistryState {
     for (const k of this.gone) {
       const rec = this.records.get(k)!;
       this.paths.index(k, rec.parsed, -1);
-      this.write(k, rec.contribution, NO_CONTRIBUTION);
+      this.tables.write(k, rec.contribution, NO_CONTRIBUTION);
       this.records.delete(k);
+      this.byObject.delete(rec.object as object);
       for (const moved of this.caps?.remove(k) ?? []) dirty.add(moved);
     }
     for (const [k, { object, parsed }] of this.staged) {
@@ -143,7 +141,10 @@ export class RegistryState {
       if (old) this.paths.index(k, old.parsed, -1);
       this.paths.index(k, parsed, 1);
       const rec = { object, parsed, uid: uidOf(object), verdict: "", seen: this.epoch };
-      this.records.set(k, { ...rec, contribution: old?.contribution ?? NO_CONTRIBUTION });
+      const record = { ...rec, contribution: old?.contribution ?? NO_CONTRIBUTION };
+      if (old) this.byObject.delete(old.object as object);
+      this.records.set(k, record);
+      this.byObject.set(object as object, record);
       for (const moved of this.caps?.add({ key: parsed.key, created: createdOf(object) }) ?? []) dirty.add(moved);
       dirty.add(k);
     }
@@ -175,48 +176,19 @@ export class RegistryState {
     };
     const next = contribute(inputs, this.opts.maxRulesPerWorkspace ?? 0);
     if (next.print === rec.contribution.print) return false;
-    this.write(k, rec.contribution, next);
+    this.tables.write(k, rec.contribution, next);
     rec.contribution = next;
     return true;
   }
 
-  /** Replaces one rule's contribution in the lookup tables, entry by entry where they differ. */
-  private write(rule: string, old: Contribution, next: Contribution): void {
-    const had = old.byProvider.size > 0;
-    this.registered += (next.byProvider.size > 0 ? 1 : 0) - (had ? 1 : 0);
-    this.book.replace(old.problems, next.problems);
-    this.entries += next.byProvider.size - old.byProvider.size;
-    this.writeTable(this.byProvider, rule, old.byProvider, next.byProvider, true);
-    this.writeTable(this.byGroupResource, rule, old.byGroupResource, next.byGroupResource, false);
-  }
-
-  private writeTable(
-    table: EntryLists,
-    rule: string,
-    old: Map<string, KeyedEntry>,
-    next: Map<string, KeyedEntry>,
-    typed: boolean,
-  ): void {
-    for (const [key, e] of old) {
-      if (next.get(key)?.print === e.print) continue;
-      if (typed) this.types.add(e.entry, -1);
-      if (!next.has(key)) table.drop(key, rule);
-    }
-    for (const [key, e] of next) {
-      if (old.get(key)?.print === e.print) continue;
-      if (typed) this.types.add(e.entry, 1);
-      table.put(key, e.entry);
-    }
-  }
-
   /** How many problems there are, and how many rules have a part not enforced (for the gauges). */
   counts(): { problems: number; notEnforced: number } {
-    return { problems: this.book.total + this.unkeyed.length, notEnforced: this.book.notEnforced };
+    return { problems: this.tables.book.total + this.unkeyed.length, notEnforced: this.tables.book.notEnforced };
   }
 
   /** The problems that appeared since the last call (each is logged once). */
   takeFresh(): RegistryProblem[] {
-    return this.book.fresh.splice(0);
+    return this.tables.book.fresh.splice(0);
   }
 
   /** Every problem, the unkeyed objects' first, then by rule (built again only after a change). */
@@ -230,7 +202,7 @@ export class RegistryState {
   /** The registry as lookups see it now. */
   current(): RuleRegistry {
     if (this.view) return this.view;
-    const { registered, entries } = this;
+    const { registered, entries } = this.tables;
     const problems = (): RegistryProblem[] => this.problems();
     this.view = {
       ruleCount: registered,
@@ -238,12 +210,8 @@ export class RegistryState {
       get problems() {
         return problems();
       },
-      dependentTypes: () => this.types.list(),
-      find: (provider, gr) => {
-        const list =
-          provider === undefined ? this.byGroupResource.get(grKey(gr)) : this.byProvider.get(providerKey(provider, gr));
-        return { entries: list ?? [] };
-      },
+      dependentTypes: () => this.tables.types.list(),
+      find: (provider, gr) => ({ entries: this.tables.find(provider, gr) }),
     };
     return this.view;
   }
