@@ -1,5 +1,6 @@
 // The controller binary: turns DependencyRules into ValidatingWebhookConfigurations in provider workspaces.
 // Usage: node src/cmd/controller.ts --kubeconfig=<dep-ctrl kubeconfig> --webhook-url=https://webhook:9443 [flags]
+import { MAX_RULES_FLAG, parseMaxRules } from "./rule-cap-flag.ts";
 import { DEFAULT_EXPORT_NAME } from "../api/types.ts";
 import { startController, type ControllerConfig } from "../controller/runtime.ts";
 import type { ProviderInitializerConfig } from "../controller/initializer-wiring.ts";
@@ -77,6 +78,7 @@ const FLAGS: Flag[] = [
     arg: "NAME",
     help: "the webhook's user name in kcp, granted the index consent in each workspace --provider-workspace-type sets up",
   },
+  MAX_RULES_FLAG,
   ALLOW_INSECURE_KCP,
 ];
 
@@ -137,6 +139,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     leaseNamespace: v["leader-election-namespace"]!,
     resyncMs: parse.duration(v["resync-period"]!, "resync-period"),
     validateRules: parse.bool(v["validate-rules"]!, "validate-rules"),
+    ...parseMaxRules(v),
     ...parseAllowInsecureKcp(v),
     ...parseInitializer(v, env),
   };

@@ -1,11 +1,12 @@
-// The dependency-webhook binary: flags, then the webhook runtime (src/webhook/runtime.ts) until SIGTERM/SIGINT.
-// `run(argv)` is the whole program, so tests can start it in-process.
+// The dependency-webhook binary: flags, then src/webhook/runtime.ts until SIGTERM/SIGINT; `run(argv)` is the whole
+// program, so tests can start it in-process.
 import { join } from "node:path";
 import { DEFAULT_EXPORT_NAME } from "../api/types.ts";
 import { createLogger } from "../observability/logger.ts";
 import { startWebhook, type WebhookConfig } from "../webhook/runtime.ts";
 import { DEFAULT_LIMITS, type TransportLimits } from "../webhook/http/limits.ts";
 import { indexBudgetFlags, parseIndexBudget } from "./index-budget-flags.ts";
+import { MAX_RULES_FLAG, parseMaxRules } from "./rule-cap-flag.ts";
 import {
   ALLOW_INSECURE_KCP,
   parseAllowInsecureKcp,
@@ -99,6 +100,7 @@ const FLAGS: Flag[] = [
     default: "false",
     help: "enforce DependencyRules whose own workspace declined the read-only claims (never checked); off: such rules protect nothing and say so on their status",
   },
+  MAX_RULES_FLAG,
   {
     name: "kcp-base-url",
     env: "KCP_BASE_URL",
@@ -176,16 +178,14 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
   if (v === "help") return "help";
   const certFile = v["tls-cert-file"];
   const keyFile = v["tls-key-file"];
-  if ((certFile === undefined) !== (keyFile === undefined)) {
+  if ((certFile === undefined) !== (keyFile === undefined))
     throw new UsageError("--tls-cert-file and --tls-key-file must be given together");
-  }
   const dir = v["tls-cert-dir"]!;
   const tls =
     certFile && keyFile ? { certFile, keyFile } : { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") };
   const kcpBaseUrl = v["kcp-base-url"];
-  if (kcpBaseUrl !== undefined && !/^https?:\/\/[^/]+/.test(kcpBaseUrl)) {
+  if (kcpBaseUrl !== undefined && !/^https?:\/\/[^/]+/.test(kcpBaseUrl))
     throw new UsageError(`--kcp-base-url ${JSON.stringify(kcpBaseUrl)} is not an http(s) URL`);
-  }
   const insecure = parseAllowInsecureKcp(v);
   requireHttps(kcpBaseUrl, "kcp-base-url", insecure.allowInsecureKcp === true);
   const kubeconfig = v["kubeconfig"];
@@ -203,7 +203,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
   const minVersion = v["tls-min-version"];
   if (minVersion !== "1.2" && minVersion !== "1.3")
     throw new UsageError(`--tls-min-version: want 1.2 or 1.3, got ${JSON.stringify(minVersion)}`);
-  const ciphers = v["tls-cipher-suites"];
   const legacy = parse.bool(v["legacy-validate-route"]!, "legacy-validate-route");
   const unverified = parse.bool(v["enforce-unverified-rules"]!, "enforce-unverified-rules");
   const lookup = v["lookup"];
@@ -216,7 +215,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     ...(unverified ? { enforceUnverifiedRules: true } : {}),
     ...(clientCAFile ? { clientCAFile, allowedClientSubjects: subjects } : {}),
     minTLSVersion: minVersion === "1.3" ? "TLSv1.3" : "TLSv1.2",
-    ...(ciphers ? { cipherSuites: ciphers } : {}),
+    ...(v["tls-cipher-suites"] ? { cipherSuites: v["tls-cipher-suites"] } : {}),
     apiExportName: v["api-export-name"]!,
     bindAddress: v["bind-address"]!,
     webhookPort: parse.port(v["webhook-port"]!, "webhook-port"),
@@ -225,6 +224,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     kcpBaseUrl: kcpBaseUrl?.replace(/\/+$/, ""),
     limits: parseLimits(v),
     ...parseIndexBudget(v),
+    ...parseMaxRules(v),
     ...parseVirtualWorkspaceOrigins(v),
     ...insecure,
   };

@@ -4,6 +4,7 @@ import { dependentTypeKey, type IndexReport, type WebhookSettings } from "../api
 import type { ReferencesVerdict } from "../api/references.ts";
 import { rememberedStatus, verdictFor, verdictOf, type RuleVerdict, type Verdicts } from "../api/verdicts.ts";
 import type { ParsedRule } from "../api/rule.ts";
+import { AuthorCaps, createdOf } from "../api/rule-cap.ts";
 import { ruleKeyString, type LogicalClusterName } from "../api/types.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { compareStrings } from "../util/json.ts";
@@ -39,6 +40,17 @@ export interface Observation {
   verdicts: Verdicts;
   /** What the webhook replicas enforce, as they report it; absent when they do not say. */
   webhook?: WebhookSettings;
+  /** Rules past their author's cap (--max-rules-per-workspace): installed nowhere; their status says so. */
+  overCap?: { cap: number; rules: ReadonlySet<string> };
+}
+
+/** The rules past their author's cap: the one queue the webhook's registry keeps too (rule-cap.ts); none, none. */
+export function rulesOverCap(rules: readonly ObservedRule[], cap: number | undefined): Observation["overCap"] {
+  if (cap === undefined) return undefined;
+  const candidates = rules.map((r) => ({ key: r.parsed.key, created: createdOf(r.object) }));
+  const caps = AuthorCaps.of(candidates, cap);
+  const over = new Set(candidates.map((c) => ruleKeyString(c.key)).filter((k) => !caps.within(k)));
+  return over.size > 0 ? { cap, rules: over } : undefined;
 }
 
 export interface WritePlan {
@@ -56,6 +68,7 @@ export function planWrites(obs: Observation, webhookBaseUrl: string): WritePlan 
     webhookBaseUrl,
     ...(obs.caBundle ? { caBundle: obs.caBundle } : {}),
     excluded: (rule, dep) => {
+      if (obs.overCap?.rules.has(ruleKeyString(rule.key))) return true;
       const v = obs.references.get(ruleKeyString(rule.key));
       return v !== undefined && (v.dependentInvalid || v.invalidDependencies.has(dep.index));
     },
@@ -124,6 +137,7 @@ export function planStatuses(
         ...(references ? { references } : {}),
         ...(index ? { index } : {}),
         ...(obs.webhook?.enforceUnverified ? { enforcesUnverified: true } : {}),
+        ...(obs.overCap?.rules.has(key) ? { overCap: obs.overCap.cap } : {}),
       },
       rememberedStatus(verdictFor(obs.verdicts, key, object.metadata.uid)),
       now,

@@ -7,7 +7,7 @@ import type { IndexReport, WebhookSettings } from "../api/index-report.ts";
 import type { Verdicts } from "../api/verdicts.ts";
 import { orStored } from "../kcp/stored-resolution.ts";
 import { parseRule, referencedPaths, type ParsedRule } from "../api/rule.ts";
-import { CLUSTER_ANNOTATION, type LogicalClusterName, type WorkspacePath } from "../api/types.ts";
+import { CLUSTER_ANNOTATION, ruleKeyString, type LogicalClusterName, type WorkspacePath } from "../api/types.ts";
 import { DEPENDENCY_RULES_PATH, parseLogicalClusterName } from "../api/wire.ts";
 import { fetchExportFacts } from "../kcp/exports.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
@@ -16,9 +16,16 @@ import type { PassResult } from "../util/workloop.ts";
 import { isOurs, type ExistingConfiguration } from "./actions.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import type { ControllerMetrics } from "./metrics.ts";
-import { planStatuses, planWrites, type Observation, type ObservedRule, type RuleObject } from "./plan.ts";
+import {
+  planStatuses,
+  planWrites,
+  rulesOverCap,
+  type Observation,
+  type ObservedRule,
+  type RuleObject,
+} from "./plan.ts";
 import { checkReferences } from "./references.ts";
-import { ruleWebhookConfiguration, syncRuleWebhook, type WorkspaceRequests } from "./rule-admission-config.ts";
+import { syncRuleWebhookLogged, type WorkspaceRequests } from "./rule-admission-config.ts";
 import type { InstallResult } from "./status.ts";
 import { Writer, type ClusterClient } from "./writer.ts";
 
@@ -44,6 +51,8 @@ export interface ReconcilerDeps {
   readWebhookSettings?: () => Promise<WebhookSettings | undefined>;
   /** The rule verdicts in the dep-ctrl workspace (src/api/verdicts.ts): read, and rewritten where a pass changed them. */
   verdicts: VerdictBook;
+  /** Rules one workspace may have enforced (src/api/rule-cap.ts); past it a rule is not installed. Unset: no cap. */
+  maxRulesPerWorkspace?: number | undefined;
   /** Checked before every write: a replica that lost the leader lease must stop writing at once. */
   mayWrite: () => boolean;
   exportName: string;
@@ -127,8 +136,10 @@ export class Reconciler {
     const parsed = rules.map((r) => r.parsed);
     const verdicts = this.deps.verdicts.current();
     const resolutions = await this.resolveAll(parsed, verdicts);
+    const overCap = rulesOverCap(rules, this.deps.maxRulesPerWorkspace);
+    // A rule past its author's cap costs no reads of other workspaces: it is not installed whatever they say.
     const references = await checkReferences(
-      parsed,
+      parsed.filter((p) => !overCap?.rules.has(ruleKeyString(p.key))),
       resolutions,
       (cluster, exportName, resources) =>
         fetchExportFacts(
@@ -149,6 +160,7 @@ export class Reconciler {
       resolutions,
       references,
       verdicts,
+      ...(overCap ? { overCap } : {}),
       ...(caBundle ? { caBundle } : {}),
       ...(indexReport && settings?.lookup !== "live" ? { indexReport } : {}),
       ...(settings ? { webhook: settings } : {}),
@@ -181,7 +193,8 @@ export class Reconciler {
         installs.set(action.cluster, { ok: false, error: outcome.message });
     }
     this.deps.metrics.webhookConfigurations.set([...installs.values()].filter((r) => r.ok).length);
-    if (this.deps.ruleWebhook && this.deps.mayWrite()) await this.syncRuleWebhook(this.deps.ruleWebhook, obs.caBundle);
+    if (this.deps.ruleWebhook && this.deps.mayWrite())
+      await syncRuleWebhookLogged(this.deps, this.deps.ruleWebhook, obs.caBundle);
     // A conflict means our view was stale; the next pass (soon, from the watch event) writes status from fresh data.
     if (stale) return { requeueAfterMs: 1_000 };
 
@@ -224,26 +237,5 @@ export class Reconciler {
       }
     });
     return map;
-  }
-
-  /** The rule admission webhook's configuration; a failure is logged and counted, it never fails the pass. */
-  private async syncRuleWebhook(client: WorkspaceRequests, caBundle: string | undefined): Promise<void> {
-    const outcome = await syncRuleWebhook(client, ruleWebhookConfiguration(this.deps.webhookBaseUrl, caBundle));
-    if (outcome === "unchanged") return;
-    if (outcome === "created" || outcome === "updated") {
-      this.deps.metrics.writes.inc({ action: outcome === "created" ? "create" : "update" });
-      this.deps.logger.info(`${outcome} the rule admission webhook configuration in the dep-ctrl workspace`);
-      return;
-    }
-    this.deps.metrics.errors.inc({ reason: "rule_webhook" });
-    this.deps.logger.warn(
-      outcome === "foreign"
-        ? { problem: "a configuration with its name but without our label exists" }
-        : {
-            err: outcome.error,
-            hint: "grant the controller validatingwebhookconfigurations in deploy/rbac/dep-ctrl-workspace.yaml",
-          },
-      "rule admission webhook not configured; rules are still checked by the controller",
-    );
   }
 }

@@ -6,6 +6,8 @@
 // failurePolicy Ignore, on purpose: this check is early feedback, the controller's check is the authority (it runs
 // on every rule, including ones written while the webhook was down, and reports on the rule's status). With Fail, a
 // webhook outage would stop every provider from fixing or updating a rule.
+import type { Logger } from "pino";
+import type { ControllerMetrics } from "./metrics.ts";
 import { GROUP, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PLURAL, VERSION } from "../api/types.ts";
 import { VALIDATE_RULES_ROUTE, WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
 import { isApiError } from "../kcp/rest.ts";
@@ -82,4 +84,29 @@ export async function syncRuleWebhook(
   } catch (err) {
     return { error: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/** The rule admission webhook's configuration; a failure is logged and counted, it never fails the pass. */
+export async function syncRuleWebhookLogged(
+  deps: { webhookBaseUrl: string; metrics: ControllerMetrics; logger: Logger },
+  client: WorkspaceRequests,
+  caBundle: string | undefined,
+): Promise<void> {
+  const outcome = await syncRuleWebhook(client, ruleWebhookConfiguration(deps.webhookBaseUrl, caBundle));
+  if (outcome === "unchanged") return;
+  if (outcome === "created" || outcome === "updated") {
+    deps.metrics.writes.inc({ action: outcome === "created" ? "create" : "update" });
+    deps.logger.info(`${outcome} the rule admission webhook configuration in the dep-ctrl workspace`);
+    return;
+  }
+  deps.metrics.errors.inc({ reason: "rule_webhook" });
+  deps.logger.warn(
+    outcome === "foreign"
+      ? { problem: "a configuration with its name but without our label exists" }
+      : {
+          err: outcome.error,
+          hint: "grant the controller validatingwebhookconfigurations in deploy/rbac/dep-ctrl-workspace.yaml",
+        },
+    "rule admission webhook not configured; rules are still checked by the controller",
+  );
 }

@@ -42,8 +42,8 @@ export interface ControllerConfig extends ProviderInitializerConfig {
   leaseNamespace: string;
   resyncMs: number;
   validateRules: boolean;
-  /** Development only: plain http or insecure-skip-tls-verify in the kubeconfig (refused otherwise). */
-  allowInsecureKcp?: boolean;
+  maxRulesPerWorkspace?: number; // rules one workspace may have enforced (src/api/rule-cap.ts); unset: no cap
+  allowInsecureKcp?: boolean; // development only: plain http or insecure-skip-tls-verify (refused otherwise)
 }
 
 export interface RunningController {
@@ -161,6 +161,7 @@ function reconcilerOf(
     readWebhookSettings: () => readWebhookSettings(conn.workspaceClient),
     verdicts,
     exportName: config.apiExportName,
+    maxRulesPerWorkspace: config.maxRulesPerWorkspace,
     ...deps,
   });
 }

@@ -9,6 +9,7 @@ import {
 import type { IndexedTypeState } from "../api/index-report.ts";
 import { unresolvedWorkspace, type ReferencesVerdict } from "../api/references.ts";
 import type { ParsedRule } from "../api/rule.ts";
+import { overCapMessage } from "../api/rule-cap.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { canonicalJson, compareStrings as cmp } from "../util/json.ts";
 import { dependentsIndexed, REVOCATION_GRACE_MS, type Verdict } from "./index-status.ts";
@@ -32,6 +33,8 @@ export interface RuleFacts {
   revocationGraceMs?: number;
   /** Every webhook replica enforces rules whose author declined the checks (--enforce-unverified-rules). */
   enforcesUnverified?: boolean;
+  /** Set (to the cap) when the rule is past its author's cap (src/api/rule-cap.ts): installed nowhere. */
+  overCap?: number;
 }
 
 export interface RuleStatus extends DependencyRuleStatus {
@@ -75,6 +78,8 @@ function workspacesResolved(rule: ParsedRule, facts: RuleFacts): Verdict {
 }
 
 function webhooksInstalled(rule: ParsedRule, facts: RuleFacts): Verdict {
+  if (facts.overCap !== undefined)
+    return { status: "False", reason: "RuleCapExceeded", message: overCapMessage(facts.overCap) };
   if (facts.references?.dependentInvalid)
     return { status: "False", reason: "NotEnforced", message: "not installed: the dependent is not valid" };
   // Name workspaces by path (what the user wrote), in the order of the sorted paths.

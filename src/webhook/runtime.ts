@@ -46,6 +46,7 @@ export interface WebhookConfig {
   /** Serve the Go original's /validate too (every provider's rules match there). */
   legacyValidateRoute?: boolean;
   enforceUnverifiedRules?: boolean; // rules whose author declined the read-only checks (docs/operations.md)
+  maxRulesPerWorkspace?: number; // rules one workspace may have enforced (src/api/rule-cap.ts)
   limits?: TransportLimits; // review slots, queue, connections, body pace
   indexBudget?: Partial<IndexBudget>; // what the index keeps per consumer workspace (deletion/index/budget.ts)
   virtualWorkspaceOrigins?: string[]; // shard origins the index may follow besides the dep-ctrl export's (endpoint-origins.ts)
@@ -97,7 +98,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
       onRefusal: (reason) => metrics.refusals.inc({ reason }),
       openRequests: createOpenRequests(metricsRegistry),
       handler,
-      ruleHandler: ruleAdmission(rules, resolver, logger),
+      ruleHandler: ruleAdmission(rules, resolver, logger, flags.maxRulesPerWorkspace, source),
       logger,
       metrics,
     });
@@ -158,9 +159,12 @@ function ruleAdmission(
   rules: ExportWatch<DependencyRule>,
   resolver: WorkspaceResolver,
   logger: Logger,
+  cap: number | undefined,
+  source: RuleSource,
 ): ReturnType<typeof createRuleAdmissionHandler> {
   return createRuleAdmissionHandler({
     deps: {
+      ...(cap !== undefined ? { authorCap: { cap, caps: () => source.state.caps } } : {}),
       resolve: (path) => resolver.resolve(path),
       fetchExport: (cluster, exportName, resources) =>
         fetchExportFacts((endpoint, c, p) => rules.clientFor(endpoint, c).get(p), rules.endpoints(), false, {
@@ -204,7 +208,7 @@ async function endpointsOf(conn: ReturnType<typeof loadKcpConnection>, exportNam
 /** DependencyRules through the dep-ctrl export's virtual workspace, resolved into the registry on the work loop. */
 function ruleSource(
   conn: ReturnType<typeof loadKcpConnection>,
-  { apiExportName: exportName, enforceUnverifiedRules }: WebhookConfig,
+  { apiExportName: exportName, enforceUnverifiedRules, maxRulesPerWorkspace }: WebhookConfig,
   { resolver, origins }: { resolver: WorkspaceResolver; origins: VirtualWorkspaceOrigins },
   logger: Logger,
   metrics: WebhookMetrics,
@@ -236,6 +240,7 @@ function ruleSource(
     logger: logger.child({ part: "registry" }),
     metrics,
     enforceUnverified: enforceUnverifiedRules === true,
+    maxRulesPerWorkspace,
     verdicts,
     ...(index ? { onRegistry: (registry: RuleRegistry) => index.follow(registry) } : {}),
   });

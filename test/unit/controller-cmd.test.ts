@@ -52,6 +52,7 @@ describe("parseConfig", () => {
       healthAddress: ":8081",
       leaderElect: true,
       leaseName: "kcp-dependency-controller",
+      maxRulesPerWorkspace: 200,
       leaseNamespace: "default",
       resyncMs: 30_000,
       validateRules: true,

@@ -13,6 +13,7 @@ import {
   type RuleCheckDeps,
 } from "../../src/webhook/rules/rule-admission.ts";
 import { ruleObject, type DepSpec } from "./helpers-rules.ts";
+import { AuthorCaps } from "../../src/api/rule-cap.ts";
 
 const schemas = (kinds: Record<string, string>, versions = ["v1"]) =>
   new Map(
@@ -208,5 +209,38 @@ describe("admitRule", () => {
 
   it("lets anything but CREATE and UPDATE through", async () => {
     assert.equal((await admitRule({ ...create(VM, []), operation: "DELETE" }, deps())).allowed, true);
+  });
+});
+
+describe("admitRule: rules per workspace capped (--max-rules-per-workspace)", () => {
+  const key = (name: string) => ({ cluster: logicalClusterName("compute"), name });
+  const capped = (names: string[], cap: number): RuleCheckDeps => {
+    const caps = AuthorCaps.of(
+      names.map((n, i) => ({ key: key(n), created: `2026-01-01T00:00:0${i}Z` })),
+      cap,
+    );
+    return { ...deps(), authorCap: { cap, caps: () => caps } };
+  };
+
+  it("refuses a new rule past the cap, naming the limit; another workspace's rules do not count", async () => {
+    const d = capped(["a", "b"], 2);
+    const refused = await admitRule(create(VM, [{ resource: "vpcs" }]), d);
+    assert.equal(refused.allowed, false);
+    assert.ok(!refused.allowed);
+    assert.equal(refused.code, 422);
+    assert.match(refused.message, /already has 2 DependencyRules, and at most 2 .*--max-rules-per-workspace=2/);
+    const other = { ...deps(), authorCap: { cap: 2, caps: () => AuthorCaps.of([], 2) } };
+    assert.equal((await admitRule(create(VM, [{ resource: "vpcs" }]), other)).allowed, true);
+  });
+
+  it("admits a rule within the cap, and an update of one past it with a warning that it is not enforced", async () => {
+    assert.equal((await admitRule(create(VM, [{ resource: "vpcs" }]), capped(["a"], 2))).allowed, true);
+    const update = { ...create(VM, [{ resource: "vpcs" }]), operation: "UPDATE" };
+    const object = update.object as { metadata: Record<string, unknown> };
+    object.metadata["creationTimestamp"] = "2026-01-01T00:00:09Z";
+    const d = capped(["a", "b", "vm"], 2);
+    const answer = await admitRule(update, d);
+    assert.ok(answer.allowed);
+    assert.match(answer.warnings?.join(" ") ?? "", /not enforced: its workspace has more than 2 DependencyRules/);
   });
 });

@@ -26,7 +26,18 @@ describe("parseConfig", () => {
       minTLSVersion: "TLSv1.2",
       lookup: "auto",
       limits: DEFAULT_LIMITS,
+      maxRulesPerWorkspace: 200,
     });
+  });
+
+  it("takes --max-rules-per-workspace (or its variable) and refuses what is not a positive number", () => {
+    const c = parseConfig(["--max-rules-per-workspace=3"], env);
+    assert.ok(c !== "help");
+    assert.equal(c.maxRulesPerWorkspace, 3);
+    const e = parseConfig([], { ...env, MAX_RULES_PER_WORKSPACE: "7" });
+    assert.ok(e !== "help");
+    assert.equal(e.maxRulesPerWorkspace, 7);
+    assert.throws(() => parseConfig(["--max-rules-per-workspace=0"], env), /want a positive whole number, got "0"/);
   });
 
   it("takes the transport's limits, flags over environment, and refuses what is not a positive number", () => {

@@ -18,10 +18,12 @@ import {
   type ReferenceCheck,
 } from "../../api/references.ts";
 import { parseRule, type ParsedDependency } from "../../api/rule.ts";
+import { createdOf, overCapMessage, type AuthorCaps } from "../../api/rule-cap.ts";
 import {
   CLUSTER_ANNOTATION,
   type GroupResource,
   type LogicalClusterName,
+  type RuleKey,
   type WorkspacePath,
 } from "../../api/types.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
@@ -39,6 +41,25 @@ export interface RuleCheckDeps {
   /** Times the check's deadline (default the real clock), and how long it is (default RULE_CHECK_DEADLINE_MS). */
   clock?: Clock;
   deadlineMs?: number;
+  /** The rules per workspace cap (--max-rules-per-workspace) and the rules each author has now (the registry's). */
+  authorCap?: { cap: number; caps(): AuthorCaps | undefined };
+}
+
+/**
+ * A rule that would not be among its workspace's `cap` oldest (src/api/rule-cap.ts, the same queue the registry and
+ * the controller use) is refused when created; an update of one already past the cap (it existed before the cap, or
+ * came in while this webhook was down) is allowed with a warning that it is not enforced, so it can be fixed or read.
+ */
+function overCap(request: AdmissionRequest, key: RuleKey, deps: RuleCheckDeps): Decision | undefined {
+  const caps = deps.authorCap?.caps();
+  if (!deps.authorCap || !caps) return undefined;
+  const { cap } = deps.authorCap;
+  if (caps.position({ key, created: createdOf(request.object) }) < cap) return undefined;
+  if (request.operation === "UPDATE") return allow("rule-unverified", [overCapMessage(cap)]);
+  return invalidRule(
+    `DependencyRule ${JSON.stringify(key.name)} is refused: its workspace already has ${caps.count(key.cluster)} ` +
+      `DependencyRules, and at most ${cap} may be enforced per workspace (--max-rules-per-workspace=${cap})`,
+  );
 }
 
 /** Only so many refusal reasons are listed; the rest are on the rule's status once applied. */
@@ -111,6 +132,8 @@ export async function checkRule(request: AdmissionRequest, deps: RuleCheckDeps):
   if (rule.problems.length > 0) return answer(refuse(name, rule.problems));
   if (cluster === undefined || !rule.dependent)
     return answer(allow("rule-unverified", ["the rule's workspace is unknown: not checked"]));
+  const capped = overCap(request, rule.key, deps);
+  if (capped) return answer(capped);
 
   const refusals: string[] = [];
   const warnings: string[] = [];
