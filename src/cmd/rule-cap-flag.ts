@@ -1,6 +1,6 @@
 // --max-rules-per-workspace, on the webhook and the controller alike (src/api/rule-cap.ts says what it decides; both
 // binaries must be given the same value, which the chart does from one value).
-import { UsageError, type Flag } from "./kit.ts";
+import { UsageError, type Flag } from "../cli/kit.ts";
 import { DEFAULT_MAX_RULES_PER_WORKSPACE } from "../api/rule-cap.ts";
 
 export const MAX_RULES_FLAG: Flag = {
