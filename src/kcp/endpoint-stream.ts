@@ -19,6 +19,8 @@ export interface EndpointStore<T, R = T> {
   delete(key: string): void;
   values(): Iterable<R>;
   readonly size: number;
+  /** Told once the store is no longer read: replaced by a relist's, dropped half-filled, or the stream stopped. */
+  retire?(): void;
 }
 
 class MapStore<T> implements EndpointStore<T> {
@@ -106,6 +108,7 @@ export class EndpointStream<T extends KubeObject, R> {
   }
 
   stop(): void {
+    if (!this.abort.signal.aborted) this.store.retire?.();
     this.abort.abort();
   }
 
@@ -136,18 +139,24 @@ export class EndpointStream<T extends KubeObject, R> {
   private async relist(): Promise<string> {
     const next = this.newStore();
     let resourceVersion = "";
-    await this.client.listPages<T>(
-      this.opts.path,
-      (page) => {
-        for (const item of page.items ?? []) next.set(objectKey(item), item);
-        resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-      },
-      {
-        signal: this.abort.signal,
-        ...(this.opts.pageSize ? { limit: this.opts.pageSize } : {}),
-        ...(this.opts.query ? { query: this.opts.query } : {}),
-      },
-    );
+    try {
+      await this.client.listPages<T>(
+        this.opts.path,
+        (page) => {
+          for (const item of page.items ?? []) next.set(objectKey(item), item);
+          resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+        },
+        {
+          signal: this.abort.signal,
+          ...(this.opts.pageSize ? { limit: this.opts.pageSize } : {}),
+          ...(this.opts.query ? { query: this.opts.query } : {}),
+        },
+      );
+    } catch (err) {
+      next.retire?.();
+      throw err;
+    }
+    this.store.retire?.();
     this.store = next;
     this.synced = true;
     this.lastError = undefined;

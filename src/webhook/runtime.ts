@@ -49,6 +49,7 @@ export interface WebhookConfig {
   maxRulesPerWorkspace?: number; // rules one workspace may have enforced (src/api/rule-cap.ts)
   limits?: TransportLimits; // review slots, queue, connections, body pace
   indexBudget?: Partial<IndexBudget>; // what the index keeps per consumer workspace (deletion/index/budget.ts)
+  indexMemoryLimit?: number; // heap bytes the readable index may hold, shared fairly (deletion/index/ceiling.ts)
   virtualWorkspaceOrigins?: string[]; // shard origins the index may follow besides the dep-ctrl export's (endpoint-origins.ts)
   allowInsecureKcp?: boolean; // development only: plain http or insecure-skip-tls-verify in the kubeconfig
 }
@@ -136,7 +137,8 @@ function startLookups(
     startLiveReport(depCtrl, logger, steps, settings);
     return undefined;
   }
-  return startIndex(depCtrl, lookupBase, logger, steps, { endpoints, budget: flags.indexBudget, settings });
+  const { indexBudget: budget, indexMemoryLimit: memoryLimit } = flags;
+  return startIndex(depCtrl, lookupBase, logger, steps, { endpoints, budget, memoryLimit, settings });
 }
 
 /** The HTTPS server's listening, TLS and caller-authentication settings, from the flags. */

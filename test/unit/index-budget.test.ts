@@ -73,7 +73,7 @@ describe("ReferenceStore budgets", () => {
     for (let i = 0; i < 5; i++) s.set(`c1/ns/vm${i}`, vm("c1", `vm${i}`, `v${i}`));
     s.set("c2/ns/vm", vm("c2", "vm", "v0"));
     assert.equal(s.unreadable.budget, 2);
-    assert.deepEqual(s.workspacesUnreadable(), { names: 0, budget: 1 });
+    assert.deepEqual(s.workspacesUnreadable(), { names: 0, budget: 1, share: 0 });
     assert.equal(s.find(lookup("c1", "v0"), 10).unreadable, "budget");
     assert.deepEqual(s.find(lookup("c2", "v0"), 10), {
       dependents: [{ namespace: "ns", name: "vm", field: VPC.source }],
@@ -85,8 +85,9 @@ describe("ReferenceStore budgets", () => {
     assert.equal(s.unreadable.budget, 0);
   });
 
-  it("charges a workspace the characters of its keys and names", () => {
-    const s = new ReferenceStore([VPC], undefined, { maxBytesPerWorkspace: 100 });
+  it("charges a workspace the heap its dependents cost (INDEX_COST), characters of keys and names included", () => {
+    // One dependent: 210 + 7 (key) + 1 (name) + 70 + 60 (the name it references) = 348 bytes; two do not fit in 500.
+    const s = new ReferenceStore([VPC], undefined, { maxBytesPerWorkspace: 500 });
     s.set("c1/ns/a", vm("c1", "a", "x".repeat(60)));
     s.set("c1/ns/b", vm("c1", "b", "y".repeat(60)));
     assert.equal(s.unreadable.budget, 1);
@@ -95,7 +96,7 @@ describe("ReferenceStore budgets", () => {
   });
 
   it("never lets one workspace's writes change another's answers (property)", () => {
-    const budget = { maxNamesPerObject: 3, maxObjectsPerWorkspace: 4, maxBytesPerWorkspace: 200 };
+    const budget = { maxNamesPerObject: 3, maxObjectsPerWorkspace: 4, maxBytesPerWorkspace: 1_200 };
     const name = fc.constantFrom("v1", "v2", "v3", "v4", "BAD", "x".repeat(300));
     const hostileOp = fc.record({
       del: fc.boolean(),
@@ -146,6 +147,9 @@ describe("DependentsIndex: an unreadable dependent refuses its own workspace's d
       calm.dependents.map((d) => d.name),
       ["vm-c"],
     );
-    assert.deepEqual(index.unreadable(), { objects: { names: 1, budget: 0 }, workspaces: { names: 1, budget: 0 } });
+    assert.deepEqual(index.unreadable(), {
+      objects: { names: 1, budget: 0, share: 0 },
+      workspaces: { names: 1, budget: 0, share: 0 },
+    });
   });
 });

@@ -27,6 +27,7 @@ describe("parseConfig", () => {
       lookup: "auto",
       limits: DEFAULT_LIMITS,
       maxRulesPerWorkspace: 200,
+      indexMemoryLimit: 240 * 2 ** 20,
     });
   });
 
@@ -38,6 +39,19 @@ describe("parseConfig", () => {
     assert.ok(e !== "help");
     assert.equal(e.maxRulesPerWorkspace, 7);
     assert.throws(() => parseConfig(["--max-rules-per-workspace=0"], env), /want a positive whole number, got "0"/);
+  });
+
+  it("takes the index memory ceiling in bytes, Ki, Mi or Gi, and refuses anything else with the flag named", () => {
+    const limit = (v: string): unknown => {
+      const c = parseConfig([`--index-memory-limit=${v}`], env);
+      return c === "help" ? c : c.indexMemoryLimit;
+    };
+    assert.equal(limit("64Mi"), 64 * 2 ** 20);
+    assert.equal(limit("2Gi"), 2 * 2 ** 30);
+    assert.equal(limit("1048576"), 2 ** 20);
+    assert.equal(parseConfig([], { ...env, INDEX_MEMORY_LIMIT: "100Mi" }) !== "help" && 100 * 2 ** 20, 100 * 2 ** 20);
+    for (const bad of ["0", "64MB", "1Ki", "-1Mi", "2048Gi", "lots"])
+      assert.throws(() => limit(bad), new RegExp(`--index-memory-limit: want bytes from 1Mi to 1024Gi.*"${bad}"`));
   });
 
   it("takes the transport's limits, flags over environment, and refuses what is not a positive number", () => {

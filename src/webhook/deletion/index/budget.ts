@@ -8,20 +8,49 @@ export interface IndexBudget {
   maxNamesPerObject: number;
   /** Dependents of one type one consumer workspace may have indexed; past it new ones are unreadable. */
   maxObjectsPerWorkspace: number;
-  /** Characters of keys and names (about bytes) of one type one consumer workspace may have indexed. */
+  /** Heap bytes (by INDEX_COST) of one type one consumer workspace may have indexed, unreadable dependents included. */
   maxBytesPerWorkspace: number;
 }
 
 /**
- * Defaults, from the bench's bytes per indexed dependent (bench/README.md: 479 of heap, 693 of RSS at 100,000):
- * 20,000 dependents of one type in one workspace cost about 10-15 MiB, far inside a 512 Mi replica, and are more than
- * a workspace holds in practice. 4 MiB of characters is 20,000 dependents with names of about 200 characters each.
+ * Defaults: 20,000 dependents of one type in one workspace are more than a workspace holds in practice, and 8 MiB of
+ * heap by INDEX_COST is 20,000 one-reference dependents with names of up to about 100 characters (bench/README.md,
+ * "What the index holds": 331 heap bytes per dependent with 9-character names). A workspace whose dependents name
+ * 1,000 objects each reaches it at about 170 dependents.
  */
 export const DEFAULT_INDEX_BUDGET: IndexBudget = {
   maxNamesPerObject: 1_000,
   maxObjectsPerWorkspace: 20_000,
-  maxBytesPerWorkspace: 4 * 1024 * 1024,
+  maxBytesPerWorkspace: 8 * 1024 * 1024,
 };
+
+/**
+ * The replica's index memory ceiling by default (ceiling.ts), for the chart's 512 Mi limit: (512 − 128) / 1.6 MiB,
+ * where 128 MiB is the webhook idle with 100 rules plus reviews and watch events in flight, and 1.6 the RSS a heap
+ * byte of the index costs (docs/operations.md, "Sizing the webhook").
+ */
+export const DEFAULT_INDEX_MEMORY_LIMIT = 240 * 2 ** 20;
+
+/**
+ * What one indexed dependent costs on the heap, in bytes, fitted to `node bench/index-heap.ts` (V8 in Node 24, no
+ * pointer compression; forced collections; bench/README.md, "What the index holds"): within 2% of the measured heap
+ * for one reference with 9-, 63- and 253-character names, 10 and 100 references of 4 characters, and 1,000 names
+ * shared by every dependent of a workspace. Characters of the key, the name and every referenced name cost one byte
+ * each on top (one-byte strings).
+ */
+export const INDEX_COST = {
+  /** The record, its entry in the store's map, and the headers of its key and name strings. */
+  dependent: 210,
+  /** A referenced name no other dependent of the workspace names: its string and a reverse-map entry. */
+  newName: 70,
+  /** A referenced name another dependent of the workspace names too: its string and an entry in that name's key set. */
+  sharedName: 36,
+  /** A path at which the dependent names more than one object: the array of names, and a slot per name. */
+  list: 104,
+  listSlot: 8,
+  /** An unreadable dependent (key only): the record, its map entry, the key and name strings' headers, a set entry. */
+  unreadable: 290,
+} as const;
 
 /** Longest object name Kubernetes accepts for any custom resource (a DNS subdomain). */
 export const MAX_NAME_LENGTH = 253;
@@ -38,5 +67,10 @@ export function canNameObject(s: string): boolean {
   return s.length > 0 && s.length <= MAX_NAME_LENGTH && DNS_SUBDOMAIN.test(s);
 }
 
-/** Why an object is held unreadable: too many names (or too large to read), or its workspace's budget is spent. */
-export type UnreadableReason = "names" | "budget";
+/**
+ * Why an object is held unreadable: too many names (or too large to read), its workspace's budget is spent, or its
+ * workspace is past its share of the replica's index memory (ceiling.ts).
+ */
+export type UnreadableReason = "names" | "budget" | "share";
+
+export const UNREADABLE_REASONS: readonly UnreadableReason[] = ["names", "budget", "share"];

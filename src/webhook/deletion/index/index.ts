@@ -15,6 +15,7 @@ import {
   type Unavailable,
 } from "../finder.ts";
 import type { UnreadableReason } from "./budget.ts";
+import type { IndexLedger } from "./ceiling.ts";
 import type { RuleRegistry } from "../../rules/registry.ts";
 import { CONFIRM_MAX_BYTES, confirmDependents, type ConfirmResult } from "./confirm.ts";
 import { ConfirmRate, type ConfirmRateOptions } from "./confirm-rate.ts";
@@ -40,6 +41,8 @@ export interface DependentsIndexOptions {
   logger: Logger;
   /** Told when anything changed (e.g. to refresh the report). */
   onChange?: () => void;
+  /** The replica's index memory ceiling the stores charge (ceiling.ts), read by the metrics. */
+  ledger?: IndexLedger;
   /** Second looks per consumer workspace (confirm-rate.ts); the real clock, 5 per second, 20 at once by default. */
   confirmRate?: Partial<ConfirmRateOptions>;
 }
@@ -47,9 +50,11 @@ export interface DependentsIndexOptions {
 export class DependentsIndex implements DependentFinder {
   private readonly watches: TypeWatches;
   private readonly rate: ConfirmRate;
+  readonly ledger: IndexLedger | undefined;
 
   constructor(opts: DependentsIndexOptions) {
     this.watches = new TypeWatches(opts);
+    this.ledger = opts.ledger;
     this.rate = new ConfirmRate({ clock: realClock, perSecond: 5, burst: 20, ...opts.confirmRate });
   }
 
@@ -172,7 +177,9 @@ function unreadableAnswer(what: string, key: string, why: UnreadableReason): Una
   const cause =
     why === "names"
       ? "a dependent names more objects than the index keeps"
-      : "this workspace has more dependents than the index keeps";
+      : why === "budget"
+        ? "this workspace has more dependents than the index keeps"
+        : "this workspace is past its share of the index's memory";
   return unavailable(
     "unreadable",
     `the index cannot read every ${what} of this workspace (${cause})`,

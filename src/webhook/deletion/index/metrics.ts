@@ -24,7 +24,7 @@ export function registerIndexMetrics(registry: Registry, index: DependentsIndex)
   });
   new Gauge({
     name: "dependency_webhook_index_unreadable_dependents",
-    help: "Dependents the index keeps unread, by reason: names (names too many objects), budget (its workspace's index budget is spent); their workspace's deletes of that type get 503",
+    help: "Dependents the index keeps unread, by reason: names (names too many objects), budget (its workspace's index budget is spent), share (its workspace is past its share of the replica's index memory); their workspace's deletes of that type get 503",
     labelNames: ["reason"],
     registers: [registry],
     collect() {
@@ -40,6 +40,7 @@ export function registerIndexMetrics(registry: Registry, index: DependentsIndex)
       for (const [reason, n] of Object.entries(index.unreadable().workspaces)) this.set({ reason }, n);
     },
   });
+  registerCeilingMetrics(registry, index);
   new Counter({
     name: "dependency_webhook_index_confirmations_total",
     help: "Found dependents read again before a denial, by result: kept, gone (the index lagged), error (kept; also an object over the read cap), limited (not read: the workspace's rate was spent; kept)",
@@ -49,6 +50,37 @@ export function registerIndexMetrics(registry: Registry, index: DependentsIndex)
       this.reset();
       for (const [result, n] of Object.entries(index.confirmations)) this.inc({ result }, n);
       this.inc({ result: "limited" }, index.confirmationsLimited);
+    },
+  });
+}
+
+/** The replica's index memory ceiling (ceiling.ts): no labels, so nothing here grows with workspaces. */
+function registerCeilingMetrics(registry: Registry, index: DependentsIndex): void {
+  const ledger = index.ledger;
+  if (!ledger) return;
+  new Gauge({
+    name: "dependency_webhook_index_memory_bytes",
+    help: "Heap bytes the readable dependents index holds by its cost model, over all types and shards, against dependency_webhook_index_memory_limit_bytes",
+    registers: [registry],
+    collect() {
+      this.set(ledger.total());
+    },
+  });
+  new Gauge({
+    name: "dependency_webhook_index_memory_limit_bytes",
+    help: "The replica's index memory ceiling (--index-memory-limit), shared fairly between consumer workspaces",
+    registers: [registry],
+    collect() {
+      this.set(ledger.ceilingBytes);
+    },
+  });
+  new Counter({
+    name: "dependency_webhook_index_share_demotions_total",
+    help: "Times a consumer workspace past its share of the index memory had one dependent type kept unread to make room for a workspace within its share",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(ledger.demotions);
     },
   });
 }

@@ -3,7 +3,8 @@
 import type { Logger } from "pino";
 import type { IndexReport, WebhookSettings } from "../../../api/index-report.ts";
 import type { RestClient } from "../../../kcp/rest.ts";
-import type { IndexBudget } from "./budget.ts";
+import { DEFAULT_INDEX_MEMORY_LIMIT, type IndexBudget } from "./budget.ts";
+import { IndexLedger } from "./ceiling.ts";
 import type { IndexEndpointPolicy } from "./export-endpoints.ts";
 import { DependentsIndex } from "./index.ts";
 import { proberFor } from "../hybrid.ts";
@@ -26,7 +27,13 @@ export function startIndex(
   base: RestClient,
   log: Logger,
   steps: (() => unknown)[],
-  o: { endpoints: IndexEndpointPolicy; budget: Partial<IndexBudget> | undefined; settings: WebhookSettings },
+  o: {
+    endpoints: IndexEndpointPolicy;
+    budget: Partial<IndexBudget> | undefined;
+    /** The replica's index memory ceiling (ceiling.ts); DEFAULT_INDEX_MEMORY_LIMIT when not given. */
+    memoryLimit?: number | undefined;
+    settings: WebhookSettings;
+  },
 ): { index: DependentsIndex; reporter: IndexReporter; book?: LookupBook } {
   const auto =
     o.settings.lookup === "auto"
@@ -45,8 +52,14 @@ export function startIndex(
     ...auto?.report,
   });
   const logger = log.child({ part: "index" });
+  const ledger = new IndexLedger({ ceilingBytes: o.memoryLimit ?? DEFAULT_INDEX_MEMORY_LIMIT });
   const index = new DependentsIndex({
-    watch: exportWatchFactory(base, logger, { endpoints: o.endpoints, ...(o.budget ? { budget: o.budget } : {}) }),
+    watch: exportWatchFactory(base, logger, {
+      endpoints: o.endpoints,
+      ledger,
+      ...(o.budget ? { budget: o.budget } : {}),
+    }),
+    ledger,
     logger,
     onChange: () => reporter.changed(),
   });

@@ -12,7 +12,9 @@ import { CLUSTER_ANNOTATION } from "../../../api/types.ts";
 import type { EndpointStore } from "../../../kcp/informer.ts";
 import { asRecord, nonEmptyString } from "../../../util/json.ts";
 import type { Dependent, Lookup } from "../../admission.ts";
-import { canNameObject, DEFAULT_INDEX_BUDGET, type IndexBudget, type UnreadableReason } from "./budget.ts";
+import { canNameObject, DEFAULT_INDEX_BUDGET, INDEX_COST, type IndexBudget, type UnreadableReason } from "./budget.ts";
+import type { IndexLedger, LedgerAccount } from "./ceiling.ts";
+import { readableCost, Rec, refList, type Ref } from "./record.ts";
 import { WorkspaceIndex, type Keys } from "./workspace.ts";
 
 /** What the index keeps of one dependent object; `names[i]` is what it names at path i, null when unreadable. */
@@ -29,34 +31,6 @@ export class NotIndexedError extends Error {
   override name = "NotIndexedError";
 }
 
-/** The names at one path: none (""), one name, or several. */
-type Ref = string | readonly string[];
-
-/** One dependent. `refs` is the Ref of the only path, or one per path; null when unreadable (see `why`). */
-class Rec {
-  readonly ws: WorkspaceIndex;
-  readonly ns: string;
-  readonly name: string;
-  readonly refs: Ref | readonly Ref[] | null;
-  readonly why: UnreadableReason | undefined;
-  readonly bytes: number;
-  constructor(
-    ws: WorkspaceIndex,
-    ns: string,
-    name: string,
-    refs: Ref | readonly Ref[] | null,
-    why: UnreadableReason | undefined,
-    bytes: number,
-  ) {
-    this.ws = ws;
-    this.ns = ns;
-    this.name = name;
-    this.refs = refs;
-    this.why = why;
-    this.bytes = bytes;
-  }
-}
-
 /** The result of a lookup; `unreadable` when a dependent that might name the target could not be read. */
 export interface StoreAnswer {
   dependents: Dependent[];
@@ -64,22 +38,41 @@ export interface StoreAnswer {
   unreadable?: UnreadableReason;
 }
 
-const refList = (r: Ref): readonly string[] => (typeof r === "string" ? (r === "" ? [] : [r]) : r);
-
-export class ReferenceStore implements EndpointStore<unknown, IndexedDependent> {
+export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>, LedgerAccount {
   /** The field paths tracked, in a fixed order; a record's `names` follow it. */
   readonly paths: readonly FieldPath[];
   private readonly records = new Map<string, Rec>();
   private readonly workspaces = new Map<string, WorkspaceIndex>();
   private readonly readCap: number;
   private readonly budget: IndexBudget;
+  /** The replica's ceiling (ceiling.ts), charged with every readable dependent; none: no ceiling. */
+  private readonly ledger: IndexLedger | undefined;
   /** Unreadable objects by reason, for the metric. */
-  readonly unreadable: Record<UnreadableReason, number> = { names: 0, budget: 0 };
+  readonly unreadable: Record<UnreadableReason, number> = { names: 0, budget: 0, share: 0 };
+  private charged = 0;
 
-  constructor(paths: readonly FieldPath[], readCap: number = MAX_VISITED_VALUES, budget?: Partial<IndexBudget>) {
+  constructor(
+    paths: readonly FieldPath[],
+    readCap: number = MAX_VISITED_VALUES,
+    budget?: Partial<IndexBudget>,
+    ledger?: IndexLedger,
+  ) {
     this.paths = paths;
     this.readCap = readCap;
     this.budget = { ...DEFAULT_INDEX_BUDGET, ...budget };
+    this.ledger = ledger;
+  }
+
+  /** Heap bytes (INDEX_COST) held readable (charged to the ledger) and unreadable (not: ceiling.ts says why). */
+  heldBytes(): { readable: number; unreadable: number } {
+    let unreadable = 0;
+    for (const r of this.records.values()) if (r.why) unreadable += r.bytes;
+    return { readable: this.charged, unreadable };
+  }
+
+  /** This store is no longer read (replaced by a relist, or its endpoint or type is gone): give back its charge. */
+  retire(): void {
+    this.ledger?.retire(this);
   }
 
   get size(): number {
@@ -93,7 +86,7 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent> 
 
   /** Consumer workspaces with at least one unreadable object, by reason. */
   workspacesUnreadable(): Record<UnreadableReason, number> {
-    const out = { names: 0, budget: 0 };
+    const out = { names: 0, budget: 0, share: 0 };
     for (const ws of this.workspaces.values()) for (const r of ws.unreadableReasons()) out[r]++;
     return out;
   }
@@ -114,38 +107,76 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent> 
     let ws = this.workspaces.get(cluster);
     if (!ws) this.workspaces.set(cluster, (ws = new WorkspaceIndex(cluster)));
     const ns = ws.namespace(nonEmptyString(meta?.["namespace"]) ?? "");
-    const read = this.read(obj);
-    const bytes = key.length + (read.refs === null ? 0 : read.bytes);
-    let why: UnreadableReason | undefined = read.refs === null ? "names" : undefined;
-    if (
-      !why &&
-      (ws.objects >= this.budget.maxObjectsPerWorkspace || ws.bytes + bytes > this.budget.maxBytesPerWorkspace)
-    )
-      why = "budget";
-    const rec = new Rec(ws, ns, name, why ? null : read.refs, why, why ? key.length : bytes);
+    const refs = this.read(obj);
+    const perPath = refs === null ? [] : this.paths.length === 1 ? [refs as Ref] : (refs as readonly Ref[]);
+    const bytes = refs === null ? 0 : readableCost(ws, key, name, perPath);
+    const why = refs === null ? "names" : this.refusal(ws, bytes);
+    if (why) this.keepUnreadable(ws, ns, name, key, why);
+    else this.keep(new Rec(ws, ns, name, refs, undefined, bytes), key);
+  }
+
+  /** Why a readable dependent of `bytes` is not kept readable: its workspace's budget or share; none: it fits. */
+  private refusal(ws: WorkspaceIndex, bytes: number): UnreadableReason | undefined {
+    if (ws.objects >= this.budget.maxObjectsPerWorkspace || ws.bytes + bytes > this.budget.maxBytesPerWorkspace)
+      return "budget";
+    if (ws.demoted || (this.ledger && !this.ledger.admit(this, ws.cluster, bytes))) return "share";
+    return undefined;
+  }
+
+  private keep(rec: Rec, key: string): void {
+    this.records.set(key, rec);
+    rec.ws.objects++;
+    rec.ws.bytes += rec.bytes;
+    this.charged += rec.bytes;
+    for (let i = 0; i < this.paths.length; i++) for (const n of this.namesAt(rec, i)) rec.ws.add(n, key);
+  }
+
+  private keepUnreadable(ws: WorkspaceIndex, ns: string, name: string, key: string, why: UnreadableReason): void {
+    const rec = new Rec(ws, ns, name, null, why, INDEX_COST.unreadable + key.length + name.length);
     this.records.set(key, rec);
     ws.objects++;
     ws.bytes += rec.bytes;
-    if (why) {
-      ws.addUnreadable(ns, key, why);
-      this.unreadable[why]++;
-      return;
+    ws.addUnreadable(ns, key, why);
+    this.unreadable[why]++;
+  }
+
+  /**
+   * Makes every readable dependent of `tenant` unreadable, and keeps its new ones so until the workspace has none
+   * left here or the store is relisted: the ledger took its charge to make room for a workspace within its share.
+   */
+  demote(tenant: string): void {
+    const ws = this.workspaces.get(tenant);
+    if (!ws || ws.demoted) return;
+    ws.demoted = true;
+    for (const key of ws.readableKeys()) {
+      const rec = this.records.get(key)!;
+      this.unkeep(rec, key);
+      this.keepUnreadable(ws, rec.ns, rec.name, key, "share");
     }
-    for (let i = 0; i < this.paths.length; i++) for (const n of this.namesAt(rec, i)) ws.add(n, key);
+  }
+
+  /** Takes a readable record out of its maps and counts, without releasing a charge. */
+  private unkeep(rec: Rec, key: string): void {
+    this.records.delete(key);
+    rec.ws.objects--;
+    rec.ws.bytes -= rec.bytes;
+    this.charged -= rec.bytes;
+    for (let i = 0; i < this.paths.length; i++) for (const n of this.namesAt(rec, i)) rec.ws.remove(n, key);
   }
 
   delete(key: string): void {
     const rec = this.records.get(key);
     if (!rec) return;
-    this.records.delete(key);
     const ws = rec.ws;
-    ws.objects--;
-    ws.bytes -= rec.bytes;
     if (rec.why) {
+      this.records.delete(key);
+      ws.objects--;
+      ws.bytes -= rec.bytes;
       ws.removeUnreadable(rec.ns, key, rec.why);
       this.unreadable[rec.why]--;
     } else {
-      for (let i = 0; i < this.paths.length; i++) for (const n of this.namesAt(rec, i)) ws.remove(n, key);
+      this.unkeep(rec, key);
+      this.ledger?.release(this, ws.cluster, rec.bytes);
     }
     if (ws.objects === 0) this.workspaces.delete(ws.cluster);
   }
@@ -196,22 +227,18 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent> 
   }
 
   /** The names of `obj` at every path, or null when it cannot be read whole or names too many. */
-  private read(obj: unknown): { refs: Ref | readonly Ref[] | null; bytes: number } {
+  private read(obj: unknown): Ref | readonly Ref[] | null {
     const perPath: Ref[] = [];
     const distinct = new Set<string>();
-    let bytes = 0;
     for (const p of this.paths) {
       const e = evaluate(obj, p, this.readCap);
-      if (!e.complete) return { refs: null, bytes: 0 };
+      if (!e.complete) return null;
       const names = e.names.filter(canNameObject);
-      for (const n of names) {
-        if (!distinct.has(n)) bytes += n.length;
-        distinct.add(n);
-      }
-      if (distinct.size > this.budget.maxNamesPerObject) return { refs: null, bytes: 0 };
+      for (const n of names) distinct.add(n);
+      if (distinct.size > this.budget.maxNamesPerObject) return null;
       perPath.push(names.length === 0 ? "" : names.length === 1 ? names[0]! : names);
     }
-    return { refs: perPath.length === 1 ? perPath[0]! : perPath, bytes };
+    return perPath.length === 1 ? perPath[0]! : perPath;
   }
 }
 

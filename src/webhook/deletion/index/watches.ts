@@ -13,7 +13,8 @@ import { ExportWatch } from "../../../kcp/virtualworkspace.ts";
 import { dependentTypeKey } from "../../../api/index-report.ts";
 import type { IndexedType, RuleRegistry } from "../../rules/registry.ts";
 import { ReferenceStore, type IndexedDependent } from "./store.ts";
-import type { IndexBudget, UnreadableReason } from "./budget.ts";
+import { UNREADABLE_REASONS, type IndexBudget, type UnreadableReason } from "./budget.ts";
+import type { IndexLedger } from "./ceiling.ts";
 import { watchEndpoints, type IndexEndpointPolicy } from "./export-endpoints.ts";
 
 /** Why one dependent type cannot be answered from the index, for logs, metrics and the rule's status. */
@@ -60,6 +61,8 @@ export interface ExportWatchFactoryOptions {
   endpoints: IndexEndpointPolicy;
   pageSize?: number;
   budget?: Partial<IndexBudget>;
+  /** The replica's index memory ceiling every store charges (ceiling.ts). */
+  ledger?: IndexLedger;
 }
 
 /**
@@ -79,7 +82,7 @@ export function exportWatchFactory(
       exportName: d.apiExportName,
       resourcePath: `/apis/${d.group}/${d.version}/${d.resource}`,
       logger: logger.child({ index: key }),
-      newStore: () => new ReferenceStore(type.fieldPaths, undefined, opts.budget),
+      newStore: () => new ReferenceStore(type.fieldPaths, undefined, opts.budget, opts.ledger),
       ...(opts.pageSize ? { pageSize: opts.pageSize } : {}),
       select: endpoints.select,
       onRefused: endpoints.onRefused,
@@ -196,13 +199,13 @@ export class TypeWatches {
 
   /** Unreadable dependents, and consumer workspaces (per type) holding any, by reason, over all types and endpoints. */
   unreadable(): { objects: Record<UnreadableReason, number>; workspaces: Record<UnreadableReason, number> } {
-    const objects = { names: 0, budget: 0 };
-    const workspaces = { names: 0, budget: 0 };
+    const objects = { names: 0, budget: 0, share: 0 };
+    const workspaces = { names: 0, budget: 0, share: 0 };
     for (const slot of this.slots.values())
       for (const e of slot.current.watch.endpointStates()) {
         if (!e.synced) continue;
         const w = e.store.workspacesUnreadable();
-        for (const r of ["names", "budget"] as const) {
+        for (const r of UNREADABLE_REASONS) {
           objects[r] += e.store.unreadable[r];
           workspaces[r] += w[r];
         }

@@ -9,12 +9,14 @@ export class WorkspaceIndex {
   readonly cluster: string;
   /** Objects of this workspace in the store, readable or not. */
   objects = 0;
-  /** Characters of keys and names charged to this workspace. */
+  /** Heap bytes (budget.ts, INDEX_COST) of this workspace's dependents, readable or not. */
   bytes = 0;
+  /** The ledger took this workspace's charge in this store (ceiling.ts): its dependents are kept unreadable. */
+  demoted = false;
   private readonly byName = new Map<string, Keys>();
   /** namespace ("" cluster-scoped) → keys of unreadable objects. */
   private readonly unread = new Map<string, Set<string>>();
-  private readonly reasons: Record<UnreadableReason, number> = { names: 0, budget: 0 };
+  private readonly reasons: Record<UnreadableReason, number> = { names: 0, budget: 0, share: 0 };
   /** Namespace strings shared by this workspace's records. */
   private readonly namespaces = new Map<string, string>();
 
@@ -47,6 +49,15 @@ export class WorkspaceIndex {
     }
     have.delete(key);
     if (have.size === 1) this.byName.set(name, have.values().next().value!);
+  }
+
+  /** The keys of the readable dependents that name anything, each once (a snapshot: the caller may change them). */
+  readableKeys(): string[] {
+    const out = new Set<string>();
+    for (const keys of this.byName.values())
+      if (typeof keys === "string") out.add(keys);
+      else for (const k of keys) out.add(k);
+    return [...out];
   }
 
   keysNaming(name: string): Keys | undefined {

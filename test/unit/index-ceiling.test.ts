@@ -1,0 +1,213 @@
+// The replica's index memory ceiling (ceiling.ts), first as a ledger on its own (properties over random charges,
+// releases and retired stores: the total never passes the ceiling, a workspace within its share is never refused and
+// never demoted), then through ReferenceStores: a tenant with five workspaces fills the index, an innocent workspace
+// arriving after it still gets its dependents read, and only the tenant's lookups of that type answer "share".
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import type { LogicalClusterName } from "../../src/api/types.ts";
+import type { Lookup } from "../../src/webhook/admission.ts";
+import { IndexLedger, type LedgerAccount } from "../../src/webhook/deletion/index/ceiling.ts";
+import { ReferenceStore } from "../../src/webhook/deletion/index/store.ts";
+import { fp, vmLookup } from "./helpers-rules.ts";
+
+const VPC = fp(".spec.vpcRef.name");
+const NICS = fp(".spec.nics[*].subnetRef.name");
+
+const lookup = (consumer: string, name: string, o: Partial<Lookup> = {}): Lookup =>
+  vmLookup({ consumer: consumer as LogicalClusterName, name, namespace: "ns", ...o });
+
+function vm(cluster: string, name: string, vpc: string, subnets: string[] = []) {
+  return {
+    metadata: { name, namespace: "ns", annotations: { "kcp.io/cluster": cluster } },
+    spec: { vpcRef: { name: vpc }, nics: subnets.map((s) => ({ subnetRef: { name: s } })) },
+  };
+}
+
+/** A store as the ledger sees one: records which tenants it was told to demote. */
+class FakeAccount implements LedgerAccount {
+  demoted: string[] = [];
+  demote(tenant: string): void {
+    this.demoted.push(tenant);
+  }
+}
+
+describe("IndexLedger", () => {
+  it("lets anyone use free room, and takes it back from the largest workspace for one within its share", () => {
+    const ledger = new IndexLedger({ ceilingBytes: 1_000 });
+    const a = new FakeAccount();
+    const b = new FakeAccount();
+    for (let i = 0; i < 10; i++) assert.ok(ledger.admit(a, "hog", 100));
+    assert.equal(ledger.total(), 1_000);
+    assert.ok(!ledger.admit(a, "hog", 1), "past the ceiling and past its share (the whole ceiling)");
+    assert.ok(ledger.admit(b, "late", 100), "the newcomer's share is 500");
+    assert.deepEqual(a.demoted, ["hog"]);
+    assert.equal(ledger.usage("hog"), 0);
+    assert.equal(ledger.total(), 100);
+    assert.equal(ledger.demotions, 1);
+  });
+
+  it("demotes the largest store of the largest workspace, and no more than needed", () => {
+    const ledger = new IndexLedger({ ceilingBytes: 1_000 });
+    const small = new FakeAccount();
+    const big = new FakeAccount();
+    const other = new FakeAccount();
+    ledger.admit(small, "hog", 200);
+    ledger.admit(big, "hog", 500);
+    ledger.admit(other, "mid", 300);
+    assert.ok(ledger.admit(other, "late", 300)); // shares are 333: hog (700) gives up its 500 store
+    assert.deepEqual([small.demoted, big.demoted, other.demoted], [[], ["hog"], []]);
+    assert.equal(ledger.usage("hog"), 200);
+    assert.equal(ledger.total(), 800);
+  });
+
+  it("refuses a workspace past its share when there is no room, and demotes nobody for it", () => {
+    const ledger = new IndexLedger({ ceilingBytes: 1_000 });
+    const a = new FakeAccount();
+    ledger.admit(a, "w1", 500);
+    ledger.admit(a, "w2", 500);
+    assert.ok(!ledger.admit(a, "w1", 1));
+    assert.deepEqual(a.demoted, []);
+  });
+
+  it("gives back a retired store's charges (a relist's old store), and ignores a release after a demotion", () => {
+    const ledger = new IndexLedger({ ceilingBytes: 1_000 });
+    const old = new FakeAccount();
+    const fresh = new FakeAccount();
+    ledger.admit(old, "w1", 400);
+    ledger.admit(fresh, "w1", 400);
+    ledger.retire(old);
+    assert.equal(ledger.usage("w1"), 400);
+    ledger.admit(fresh, "w1", 600);
+    ledger.admit(old, "w2", 100); // w1 is demoted in `fresh` for w2
+    ledger.release(fresh, "w1", 400);
+    assert.equal(ledger.usage("w1"), 0);
+    assert.equal(ledger.total(), 100);
+    assert.equal(ledger.tenantCount(), 1);
+  });
+
+  it("never passes the ceiling, never refuses or demotes a workspace within its share (property)", () => {
+    const op = fc.oneof(
+      fc.record({
+        kind: fc.constant("admit" as const),
+        account: fc.integer({ min: 0, max: 2 }),
+        tenant: fc.integer({ min: 0, max: 5 }),
+        bytes: fc.integer({ min: 1, max: 400 }),
+      }),
+      fc.record({ kind: fc.constant("release" as const), pick: fc.nat() }),
+      fc.record({ kind: fc.constant("retire" as const), account: fc.integer({ min: 0, max: 2 }) }),
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: 100, max: 3_000 }), fc.array(op, { maxLength: 120 }), (ceiling, ops) => {
+        const ledger = new IndexLedger({ ceilingBytes: ceiling });
+        let shareAtDemotion = Infinity;
+        let admittedWithin = false;
+        const usageAt = new Map<string, number>();
+        const accounts = [0, 1, 2].map(() => ({
+          demote: (tenant: string): void => {
+            // Only for a workspace within its share, and only a victim past it (its usage before this admit).
+            assert.ok(admittedWithin, "a demotion for a workspace past its share");
+            assert.ok(usageAt.get(tenant)! > shareAtDemotion, `${tenant} demoted within its share`);
+          },
+        }));
+        const charged: { account: number; tenant: string; bytes: number }[] = [];
+        for (const o of ops) {
+          if (o.kind === "admit") {
+            const tenant = `w${o.tenant}`;
+            const within = ledger.usage(tenant) + o.bytes <= ledger.share(tenant);
+            admittedWithin = within;
+            shareAtDemotion = ledger.share(tenant);
+            for (let t = 0; t < 6; t++) usageAt.set(`w${t}`, ledger.usage(`w${t}`));
+            const ok = ledger.admit(accounts[o.account]!, tenant, o.bytes);
+            if (within) assert.ok(ok, `${tenant} refused within its share`);
+            if (ok) charged.push({ account: o.account, tenant, bytes: o.bytes });
+          } else if (o.kind === "release" && charged.length > 0) {
+            const [c] = charged.splice(o.pick % charged.length, 1);
+            ledger.release(accounts[c!.account]!, c!.tenant, c!.bytes);
+          } else if (o.kind === "retire") ledger.retire(accounts[o.account]!);
+          assert.ok(ledger.total() <= ceiling, `total ${ledger.total()} past ${ceiling}`);
+          let sum = 0;
+          for (let t = 0; t < 6; t++) sum += ledger.usage(`w${t}`);
+          assert.equal(sum, ledger.total());
+          assert.ok(ledger.total() >= 0);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe("ReferenceStore under a ceiling", () => {
+  // One dependent naming 20 subnets costs 210 + key + name + 104 + 20 × (8 + 70 + 4) ≈ 2,000 bytes by INDEX_COST.
+  const subnets = (i: number): string[] =>
+    Array.from({ length: 20 }, (_, j) => `s${String(i * 20 + j).padStart(3, "0")}`);
+  const fillTenant = (s: ReferenceStore, workspaces: number, each: number): void => {
+    for (let w = 0; w < workspaces; w++)
+      for (let i = 0; i < each; i++) s.set(`evil${w}/ns/vm${i}`, vm(`evil${w}`, `vm${i}`, "v", subnets(i)));
+  };
+
+  it("keeps an innocent workspace that arrives after a tenant filled the index readable, the tenant's deletes 503", () => {
+    const ledger = new IndexLedger({ ceilingBytes: 100_000 });
+    const s = new ReferenceStore([VPC, NICS], undefined, undefined, ledger);
+    fillTenant(s, 5, 40); // 5 workspaces × 40 × ~2 kB: twice the ceiling
+    assert.ok(ledger.total() <= 100_000);
+    assert.ok(s.unreadable.share > 0, "the tenant's workspaces went past their shares");
+    for (let i = 0; i < 20; i++) s.set(`good/ns/vm${i}`, vm("good", `vm${i}`, `vpc${i}`, subnets(i)));
+    assert.ok(ledger.total() <= 100_000);
+    const good = s.find(lookup("good", "vpc3"), 10);
+    assert.deepEqual(good, { dependents: [{ namespace: "ns", name: "vm3", field: VPC.source }], complete: true });
+    assert.equal(s.find(lookup("good", "free-vpc"), 10).unreadable, undefined);
+    assert.deepEqual(s.workspacesUnreadable().names, 0);
+    const refused = [0, 1, 2, 3, 4].filter((w) => s.find(lookup(`evil${w}`, "x"), 10).unreadable === "share");
+    assert.ok(refused.length >= 4, `tenant workspaces answering share: ${refused.join(",")}`);
+    // Still demoted: the tenant's new dependents in a demoted workspace stay unread (no ping-pong with the innocent).
+    const demoted = refused[0]!;
+    s.set(`evil${demoted}/ns/again`, vm(`evil${demoted}`, "again", "v"));
+    assert.equal(s.find(lookup(`evil${demoted}`, "v"), 10).unreadable, "share");
+  });
+
+  it("lifts a demotion once the workspace has no dependents of the type left, and gives back charges on delete", () => {
+    const ledger = new IndexLedger({ ceilingBytes: 10_000 });
+    const s = new ReferenceStore([VPC, NICS], undefined, undefined, ledger);
+    for (let i = 0; i < 8; i++) s.set(`hog/ns/vm${i}`, vm("hog", `vm${i}`, "v", subnets(i)));
+    s.set("good/ns/a", vm("good", "a", "v", subnets(99)));
+    assert.equal(s.find(lookup("hog", "v"), 10).unreadable, "share");
+    for (let i = 0; i < 8; i++) s.delete(`hog/ns/vm${i}`);
+    assert.equal(ledger.usage("hog"), 0);
+    s.set("hog/ns/back", vm("hog", "back", "v"));
+    assert.equal(s.find(lookup("hog", "v"), 10).dependents.length, 1);
+    s.delete("good/ns/a");
+    s.delete("hog/ns/back");
+    assert.equal(ledger.total(), 0);
+    assert.equal(s.heldBytes().readable, 0);
+  });
+
+  it("charges the ledger what the store holds readable, over any writes, until it is retired (property)", () => {
+    const write = fc.record({
+      del: fc.boolean(),
+      ws: fc.integer({ min: 0, max: 4 }),
+      id: fc.integer({ min: 0, max: 15 }),
+      names: fc.integer({ min: 0, max: 30 }),
+    });
+    fc.assert(
+      fc.property(fc.array(write, { maxLength: 80 }), (writes) => {
+        const ledger = new IndexLedger({ ceilingBytes: 20_000 });
+        const a = new ReferenceStore([VPC, NICS], undefined, undefined, ledger);
+        const b = new ReferenceStore([VPC], undefined, undefined, ledger);
+        for (const w of writes) {
+          const key = `w${w.ws}/ns/vm${w.id}`;
+          const obj = vm(`w${w.ws}`, `vm${w.id}`, `v${w.id}`, subnets(w.names).slice(0, w.names % 21));
+          for (const s of [a, b])
+            if (w.del) s.delete(key);
+            else s.set(key, obj);
+          assert.ok(ledger.total() <= 20_000);
+          assert.ok(ledger.total() <= a.heldBytes().readable + b.heldBytes().readable);
+        }
+        a.retire();
+        b.retire();
+        assert.equal(ledger.total(), 0);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
