@@ -20,6 +20,7 @@ import { memoryOf, type Memory } from "./machine.ts";
 import { restartWebhook, setProtection, type BenchEnv } from "./env.ts";
 import { scrapeWebhook } from "./scrape.ts";
 import { metricValue } from "./stats.ts";
+import { measureAll, type CeilingRow, type HeapRow } from "./index-heap.ts";
 
 export interface IndexMemoryOptions {
   workspaces: number;
@@ -28,6 +29,8 @@ export interface IndexMemoryOptions {
   /** Pause before each RSS reading series. */
   settleMs: number;
   timeoutMs: number;
+  /** Also measure the index alone in process (bench/index-heap.ts). */
+  inProcess?: boolean;
 }
 
 export interface RssReading {
@@ -60,6 +63,11 @@ export interface IndexMemoryResult {
   indexedAfterMs: number;
   /** dependency_webhook_index_dependents before the VMs and once they were all indexed (undefined: no such gauge). */
   indexGauge?: { before: number; after: number };
+  /** dependency_webhook_index_memory_bytes (the ceiling's cost model) once they were all indexed, and the ceiling. */
+  chargedBytes?: number;
+  ceilingBytes?: number;
+  /** bench/index-heap.ts: the index alone in one process (forced collections), and its ceiling's accuracy. */
+  inProcess?: { rows: HeapRow[]; ceiling: CeilingRow[] };
   errors: string[];
 }
 
@@ -103,6 +111,13 @@ export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): P
           return NaN;
         });
   const withDeps = await readRss(env, opts.settleMs);
+  const samples = await scrapeWebhook(env);
+  const gauge = (name: string): number | undefined =>
+    samples.some((s) => s.name === name) ? metricValue(samples, name) : undefined;
+  const chargedBytes = gauge("dependency_webhook_index_memory_bytes");
+  const ceilingBytes = gauge("dependency_webhook_index_memory_limit_bytes");
+  if (opts.inProcess) env.log("index memory: the index alone, in process (node bench/index-heap.ts)");
+  const inProcess = opts.inProcess ? measureAll(16) : undefined;
   env.log(
     `index memory: webhook RSS with ${dependents} dependents ${withDeps.rssMiB.toFixed(1)} MiB, heap used ` +
       `${withDeps.heapUsedMiB.toFixed(1)} MiB`,
@@ -119,6 +134,8 @@ export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): P
     createMs,
     indexedAfterMs,
     ...(before !== undefined && after !== undefined ? { indexGauge: { before, after } } : {}),
+    ...(chargedBytes !== undefined && ceilingBytes !== undefined ? { chargedBytes, ceilingBytes } : {}),
+    ...(inProcess ? { inProcess } : {}),
     errors,
   };
 }

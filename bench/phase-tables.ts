@@ -1,6 +1,7 @@
 // The tables of phases 2–6: namespace teardown, rule to protection, memory, index delay and index memory.
 import type { DelaySeries } from "./delay.ts";
 import type { IndexMemoryResult } from "./index-memory.ts";
+import { heapTable } from "./index-heap.ts";
 import type { MemorySnapshot } from "./memory.ts";
 import type { RuleResult } from "./rule.ts";
 import type { TeardownResult } from "./teardown.ts";
@@ -102,5 +103,18 @@ export function indexMemoryTable(r: IndexMemoryResult): string {
       (r.indexGauge
         ? `dependency_webhook_index_dependents ${r.indexGauge.before} → ${r.indexGauge.after}`
         : "the webhook has no index-size gauge: that denial is the only check that the index holds every VM"),
+    ...(r.chargedBytes !== undefined && r.ceilingBytes !== undefined
+      ? [
+          `the ceiling's model charged ${mib(r.chargedBytes / 2 ** 20)} (${f(r.chargedBytes / r.dependents, 0)} B per ` +
+            `dependent) of ${mib(r.ceilingBytes / 2 ** 20)}; heap used grew ${mib(r.with.heapUsedMiB - r.without.heapUsedMiB)}`,
+        ]
+      : []),
+    ...(r.inProcess
+      ? [
+          "",
+          "The index alone, in one process (bench/index-heap.ts, forced collections):",
+          heapTable(r.inProcess.rows, r.inProcess.ceiling),
+        ]
+      : []),
   ].join("\n");
 }

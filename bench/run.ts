@@ -119,6 +119,7 @@ async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
       concurrency,
       settleMs: int("mem-settle-ms"),
       timeoutMs: 600_000,
+      inProcess: !values.smoke, // about 40 s of child processes: not in the test suite's smoke run
     });
   }
 }
