@@ -111,11 +111,7 @@ export async function runIndexMemory(env: BenchEnv, opts: IndexMemoryOptions): P
           return NaN;
         });
   const withDeps = await readRss(env, opts.settleMs);
-  const samples = await scrapeWebhook(env);
-  const gauge = (name: string): number | undefined =>
-    samples.some((s) => s.name === name) ? metricValue(samples, name) : undefined;
-  const chargedBytes = gauge("dependency_webhook_index_memory_bytes");
-  const ceilingBytes = gauge("dependency_webhook_index_memory_limit_bytes");
+  const { chargedBytes, ceilingBytes } = await ceilingGauges(env);
   if (opts.inProcess) env.log("index memory: the index alone, in process (node bench/index-heap.ts)");
   const inProcess = opts.inProcess ? measureAll(16) : undefined;
   env.log(
@@ -198,6 +194,17 @@ async function lastIsIndexed(env: BenchEnv, workspace: string, timeoutMs: number
     { timeoutMs, intervalMs: 50 },
   );
   return Date.now() - started;
+}
+
+/** What the webhook's ceiling says it holds (its cost model) and its limit; undefined without those gauges. */
+async function ceilingGauges(env: BenchEnv): Promise<{ chargedBytes?: number; ceilingBytes?: number }> {
+  const samples = await scrapeWebhook(env);
+  const gauge = (name: string): number | undefined =>
+    samples.some((s) => s.name === name) ? metricValue(samples, name) : undefined;
+  return {
+    chargedBytes: gauge("dependency_webhook_index_memory_bytes"),
+    ceilingBytes: gauge("dependency_webhook_index_memory_limit_bytes"),
+  };
 }
 
 /** The webhook's dependency_webhook_index_dependents, or undefined when it exports no such gauge. */
