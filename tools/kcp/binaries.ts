@@ -71,6 +71,8 @@ export class Binaries {
   lookup: LookupMode | "auto";
   /** More controller flags at its next start, e.g. `--resync-period=2s` (they come last, so they win). */
   controllerArgs: string[] = [];
+  /** More webhook flags at its next start, e.g. `--index-memory-limit=4Mi` (they come last, so they win). */
+  webhookArgs: string[] = [];
   readonly from: BinariesFrom;
 
   constructor(env: KcpEnv, lookup: LookupMode | "auto" = "index", from: BinariesFrom = "src") {
@@ -101,6 +103,7 @@ export class Binaries {
         `--health-probe-bind-address=127.0.0.1:${health}`,
         `--lookup=${this.lookup}`,
         ...(await virtualWorkspaceOriginArgs(this.env)),
+        ...this.webhookArgs,
       ],
       path.join(this.env.rootDir, "webhook.log"),
     );

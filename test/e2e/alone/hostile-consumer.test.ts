@@ -13,6 +13,7 @@ import type { RestClient } from "../../../src/kcp/rest.ts";
 import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../../tools/kcp/api.ts";
 import { waitFor } from "../../../tools/kcp/process.ts";
 import { startKcp } from "../../../tools/kcp/harness.ts";
+import { tenant } from "../../../tools/kcp/tenant.ts";
 import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, grantIndex, scrapeSeries } from "../../../tools/kcp/topology.ts";
 import { dependencyRule } from "../../../tools/kcp/rules.ts";
 import {
@@ -73,6 +74,10 @@ async function largestAccepted(ws: RestClient, size: number, make: (size: number
   throw new Error("kcp took no object of any size");
 }
 
+/** Once per kcp, whichever test runs first (either may run alone with --test-name-pattern). */
+let listProvider: Promise<void> | undefined;
+const setUpListProvider = (): Promise<void> => (listProvider ??= setUpListProviderAndHostile());
+
 async function setUpListProviderAndHostile(): Promise<void> {
   const kcp = e2e.kcp;
   await createWorkspace(kcp.admin, LISTS);
@@ -99,7 +104,7 @@ async function setUpListProviderAndHostile(): Promise<void> {
 test("a hostile consumer costs the webhook no memory and refuses only its own deletes", async () => {
   const calm = e2e.kcp.ws(PATHS.consumer1);
   const hostile = (): RestClient => e2e.kcp.ws(HOSTILE);
-  await setUpListProviderAndHostile();
+  await setUpListProvider();
   // Both rules protect: in the calm workspace a VM and a Rack each block their VPC.
   await create(calm, vpc("calm-vpc"), vm("calm-vm", { vpc: "calm-vpc" }), vpc("free-vpc"), vpc("rack-vpc"));
   await create(calm, rack("calm-rack", ["rack-vpc"]));
@@ -169,4 +174,84 @@ test("a hostile consumer costs the webhook no memory and refuses only its own de
       `heap used ${before.heap.toFixed(1)} -> ${after.heap.toFixed(1)} MiB\n`,
   );
   assert.ok(await hostile().getOptional(`${RACKS}/many-names`));
+});
+
+// A tenant with five workspaces, each filling its per-workspace budget past the brim with Racks naming 1,000 short
+// names, next to an innocent consumer, on a webhook restarted with a small ceiling (4 MiB for the whole replica's
+// index, 1 MiB per workspace and type) so that it is cheap: about 80 objects of 12 KB. The tenant and the innocent
+// act with their own tokens.
+const GREEDY = [0, 1, 2, 3, 4].map((i) => `root:greedy-${i}`);
+const CEILING_MIB = 4;
+const RACKS_PER_WORKSPACE = 16; // about 81 KB each by INDEX_COST: 12 fit in 1 MiB
+
+test("a tenant with five workspaces past their budgets stays under the ceiling, and an innocent consumer is decided as before", async () => {
+  const kcp = e2e.kcp;
+  const bins = e2e.bins;
+  await setUpListProvider();
+  const calm = kcp.ws(PATHS.consumer1);
+  if (!(await calm.getOptional(`${at(VPCS)}/calm-vpc`)))
+    await create(calm, vpc("calm-vpc"), vm("calm-vm", { vpc: "calm-vpc" }));
+  await bins.webhook?.proc.stop();
+  bins.webhookArgs = [`--index-memory-limit=${CEILING_MIB}Mi`, `--index-max-bytes-per-workspace=${MIB}`];
+  const webhook = await bins.startWebhook();
+  const pid = webhook.proc.pid;
+  const gauge = async (series: string): Promise<number> => (await scrapeSeries(webhook, series)) ?? NaN;
+  const indexed = (): Promise<number> => gauge("dependency_webhook_index_dependents");
+  const before = { ...(await memory()), indexed: await indexed() };
+
+  const greedy: RestClient[] = [];
+  for (const path of GREEDY) {
+    await createWorkspace(kcp.admin, path);
+    await apply(kcp.ws(path), [apiBinding("network.test.io", PATHS.network), apiBinding("lists.test.io", LISTS)]);
+    for (const b of ["network.test.io", "lists.test.io"]) await waitForBinding(kcp.ws(path), b);
+    greedy.push((await tenant(kcp, path, { name: "greedy" })).client);
+  }
+  const names = (r: number): string[] => Array.from({ length: 1_000 }, (_, k) => (r * 1_000 + k).toString(36));
+  for (const ws of greedy) {
+    await create(ws, vpc("own-vpc"));
+    for (let r = 0; r < RACKS_PER_WORKSPACE; r += 4)
+      await create(ws, ...[0, 1, 2, 3].map((j) => rack(`greedy-${r + j}`, names(r + j))));
+  }
+  // The innocent arrives after the tenant filled the index.
+  const innocent = (await tenant(kcp, PATHS.consumer1, { name: "innocent" })).client;
+  await create(innocent, vpc("late-vpc"), vpc("late-free-vpc"));
+  await create(innocent, rack("late-rack", ["late-vpc", "other-vpc"]));
+  const objects = GREEDY.length * RACKS_PER_WORKSPACE + 1;
+  await waitFor(
+    "the index to hold the tenant's Racks and the late one",
+    async () => (await indexed()) >= before.indexed + objects || undefined,
+    {
+      timeoutMs: 180_000,
+      intervalMs: 500,
+    },
+  );
+
+  const charged = await gauge("dependency_webhook_index_memory_bytes");
+  assert.ok(charged <= CEILING_MIB * MIB, `the index charged ${charged} bytes past the ${CEILING_MIB} MiB ceiling`);
+  const share = await gauge(`dependency_webhook_index_unreadable_dependents{reason="share"}`);
+  const budget = await gauge(`dependency_webhook_index_unreadable_dependents{reason="budget"}`);
+  assert.ok(share + budget > 0, `nothing kept unread (share ${share}, budget ${budget})`);
+
+  // The innocent: decided as before, on both types.
+  await waitForProtection(innocent, `${at(VPCS)}/late-vpc`, true);
+  assertDenied(await tryDelete(innocent, `${at(VPCS)}/late-vpc`), /still referenced by Rack\/late-rack$/);
+  assertDenied(await tryDelete(innocent, `${at(VPCS)}/calm-vpc`), /still referenced by VirtualMachine\/calm-vm$/);
+  assert.deepEqual(await tryDelete(innocent, `${at(VPCS)}/late-free-vpc`), { allowed: true });
+  // The tenant's own VPC deletes: the documented 503, naming no object.
+  for (const ws of greedy) {
+    const own = await tryDelete(ws, `${at(VPCS)}/own-vpc`, { dryRun: true });
+    assert.ok(!own.allowed && own.status === 503, JSON.stringify(own));
+    assert.match(own.message, /cannot read every racks\.lists\.test\.io of this workspace/);
+    assert.doesNotMatch(own.message, /greedy-\d/);
+  }
+
+  const after = await memory();
+  process.stderr.write(
+    `ceiling ${CEILING_MIB} MiB: charged ${(charged / MIB).toFixed(2)} MiB, unreadable share ${share} budget ${budget}; ` +
+      `webhook RSS ${before.rss.toFixed(1)} -> ${after.rss.toFixed(1)} MiB, heap used ${before.heap.toFixed(1)} -> ` +
+      `${after.heap.toFixed(1)} MiB\n`,
+  );
+  assert.ok(after.rss - before.rss < CEILING_MIB + 64, `RSS grew ${after.rss - before.rss} MiB`);
+  assert.ok(webhook.proc.running && webhook.proc.pid === pid, "the webhook restarted");
+  bins.webhookArgs = [];
 });
