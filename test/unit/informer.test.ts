@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
-import { Informer, objectKey, type KubeObject } from "../../src/kcp/informer.ts";
+import { Informer, objectKey, type EndpointStore, type KubeObject } from "../../src/kcp/informer.ts";
 import { realClock, type Clock } from "../../src/util/clock.ts";
 import { RestClient } from "../../src/kcp/rest.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
@@ -121,6 +121,58 @@ test("dropping an endpoint forgets its objects", async () => {
     assert.equal(informer.hasSynced(), true);
   } finally {
     informer.stop();
+  }
+});
+
+test("retires a store once nothing reads it: replaced by a relist's, or its endpoint dropped (the index ceiling)", async () => {
+  const pending: http.ServerResponse[] = [];
+  api.setWatch((res) => pending.push(res));
+  const stores: { retired: number }[] = [];
+  const newStore = (): EndpointStore<Thing> & { retired: number } => {
+    const items = new Map<string, Thing>();
+    const store = {
+      retired: 0,
+      set: (k: string, o: Thing) => void items.set(k, o),
+      delete: (k: string) => void items.delete(k),
+      values: () => items.values(),
+      get size() {
+        return items.size;
+      },
+      retire: () => void store.retired++,
+    };
+    stores.push(store);
+    return store;
+  };
+  const informer = new Informer<Thing>({
+    client,
+    path: "/things",
+    logger: silentLogger(),
+    onChange: () => undefined,
+    newStore,
+  });
+  informer.setEndpoints([base]);
+  try {
+    await waitFor("a watch", async () => pending.length > 0 || undefined);
+    assert.deepEqual(
+      stores.map((s) => s.retired),
+      [1, 0],
+      "the constructor's empty store is replaced by the first list's",
+    );
+    pending[0]?.end(
+      JSON.stringify({ type: "ERROR", object: { kind: "Status", code: 410, message: "too old" } }) + "\n",
+    );
+    await waitFor(
+      "the re-list's store in use",
+      async () => (stores.length === 3 && stores[1]!.retired === 1) || undefined,
+    );
+    informer.setEndpoints([]);
+    assert.deepEqual(
+      stores.map((s) => s.retired),
+      [1, 1, 1],
+    );
+  } finally {
+    informer.stop();
+    for (const res of pending) res.end();
   }
 });
 
