@@ -210,7 +210,7 @@ test("a tenant with five workspaces past their budgets stays under the ceiling, 
   for (const ws of greedy) {
     await create(ws, vpc("own-vpc"));
     for (let r = 0; r < RACKS_PER_WORKSPACE; r += 4)
-      await create(ws, ...[0, 1, 2, 3].map((j) => rack(`greedy-${r + j}`, names(r + j))));
+      await create(ws, ...[0, 1, 2, 3].map((j) => rack(`hoard-${r + j}`, names(r + j))));
   }
   // The innocent arrives after the tenant filled the index.
   const innocent = (await tenant(kcp, PATHS.consumer1, { name: "innocent" })).client;
@@ -230,7 +230,8 @@ test("a tenant with five workspaces past their budgets stays under the ceiling, 
   assert.ok(charged <= CEILING_MIB * MIB, `the index charged ${charged} bytes past the ${CEILING_MIB} MiB ceiling`);
   const share = await gauge(`dependency_webhook_index_unreadable_dependents{reason="share"}`);
   const budget = await gauge(`dependency_webhook_index_unreadable_dependents{reason="budget"}`);
-  assert.ok(share + budget > 0, `nothing kept unread (share ${share}, budget ${budget})`);
+  // Five budgets of 1 MiB do not fit in 4 MiB: the ceiling, not only the budget, kept some of the tenant's unread.
+  assert.ok(share > 0 && budget > 0, `kept unread: share ${share}, budget ${budget}`);
 
   // The innocent: decided as before, on both types.
   await waitForProtection(innocent, `${at(VPCS)}/late-vpc`, true);
@@ -242,7 +243,7 @@ test("a tenant with five workspaces past their budgets stays under the ceiling, 
     const own = await tryDelete(ws, `${at(VPCS)}/own-vpc`, { dryRun: true });
     assert.ok(!own.allowed && own.status === 503, JSON.stringify(own));
     assert.match(own.message, /cannot read every racks\.lists\.test\.io of this workspace/);
-    assert.doesNotMatch(own.message, /greedy-\d/);
+    assert.doesNotMatch(own.message, /hoard-|Rack\//); // the URL in the message names its own workspace
   }
 
   const after = await memory();
