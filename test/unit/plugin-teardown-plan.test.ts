@@ -32,6 +32,14 @@ describe("teardown planner", () => {
     assert.deepEqual(p.cycles, []);
   });
 
+  it("a named object waits for its dependents like the rest; on a cycle it goes in the final waves", () => {
+    const ordered = planTeardown([obj("vm"), obj("vpc", { named: true })], [edge("vm", "vpc")]);
+    assert.deepEqual(ordered.waves, [[id("vm")], [id("vpc")]]);
+    const cycle = planTeardown([obj("a", { named: true }), obj("b"), obj("free")], [edge("a", "b"), edge("b", "a")]);
+    assert.deepEqual(cycle.waves, [[id("free")], [id("a")], [id("b")]]);
+    assert.deepEqual(cycle.stuck, []);
+  });
+
   it("a cycle is named with its objects, what sits behind it too, and the cycle needs skip-protection", () => {
     const objects = ["a", "b", "c", "free"].map((n) => obj(n));
     const p = planTeardown(objects, [edge("a", "b"), edge("b", "a"), edge("b", "c")]);

@@ -35,6 +35,8 @@ class FakeWorkspace implements TeardownApi {
   readonly objs = new Map<string, FakeObj>();
   refused = 0;
   deletes: string[] = [];
+  /** Annotation writes, `+name` set and `-name` removed, in order. */
+  patches: string[] = [];
   readonly clock: SteppingClock;
   /** When the backend clears a finalizer after the delete; Infinity: never. */
   readonly finalizerMs: number;
@@ -52,6 +54,7 @@ class FakeWorkspace implements TeardownApi {
       kind: KINDS[resource] ?? resource,
       namespace: "default",
       name,
+      uid: `uid-${name}`,
       finalizers,
       deleting: false,
       skipProtection: false,
@@ -114,10 +117,12 @@ class FakeWorkspace implements TeardownApi {
     const f = this.objs.get(o.id);
     return Promise.resolve(f ? { ...f.o } : undefined);
   }
-  skipProtection(o: PlanObject): Promise<void> {
+  annotate(o: PlanObject, on: boolean): Promise<"done" | "replaced"> {
     const f = this.objs.get(o.id);
-    if (f) f.o.skipProtection = true;
-    return Promise.resolve();
+    if (!f || f.o.uid !== o.uid) return Promise.resolve("replaced");
+    f.o.skipProtection = on;
+    this.patches.push(`${on ? "+" : "-"}${o.name}`);
+    return Promise.resolve("done");
   }
 }
 
@@ -206,15 +211,91 @@ describe("teardown run loop", () => {
     assert.equal(ws.objs.size, 2);
   });
 
-  it("skip-protection named for one cycle member: it goes first, then the other", async () => {
+  it("skip-protection named for one cycle member: it goes in the final wave, then the other", async () => {
     const clock = new SteppingClock();
     const ws = new FakeWorkspace(clock);
     ws.add("vpcs", "a", ["subnets/b"]);
     ws.add("subnets", "b", ["vpcs/a"]);
-    ws.objs.get("g/vpcs/default/a")!.o.skipProtection = true;
+    ws.add("vms", "free");
+    ws.objs.get("g/vpcs/default/a")!.o.named = true;
     const r = await executeTeardown(ws, opts(clock));
     assert.equal(r.ok, true, r.problem);
-    assert.deepEqual(ws.deletes, ["g/vpcs/default/a", "g/subnets/default/b"]);
+    assert.deepEqual(ws.deletes, ["g/vms/default/free", "g/vpcs/default/a", "g/subnets/default/b"]);
+    assert.deepEqual(ws.patches, ["+a"]);
+  });
+
+  it("a named object is ordered like the rest: its dependents go first, and it needs no annotation", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    chain(ws, 1);
+    ws.objs.get("g/vpcs/default/vpc-0")!.o.named = true;
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, true, r.problem);
+    assert.deepEqual(ws.deletes, ["g/vms/default/vm-0", "g/subnets/default/subnet-0", "g/vpcs/default/vpc-0"]);
+    assert.deepEqual(ws.patches, []);
+  });
+
+  it("a named object replaced since it was listed (stale uid): not annotated, not deleted", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    ws.add("vpcs", "a", ["subnets/b"]);
+    ws.add("subnets", "b", ["vpcs/a"]);
+    ws.objs.get("g/vpcs/default/a")!.o.named = true;
+    const list = ws.list.bind(ws);
+    // Every list shows the object as it was: the one there now has another uid.
+    ws.list = async () => (await list()).map((o) => (o.name === "a" ? { ...o, uid: "uid-old" } : o));
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, false);
+    assert.deepEqual(ws.deletes, []);
+    assert.deepEqual(ws.patches, []);
+    assert.equal(ws.objs.size, 2);
+  });
+
+  it("the delete of an annotated object fails: the annotation is taken off again", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    ws.add("vpcs", "a", ["subnets/b"]);
+    ws.add("subnets", "b", ["vpcs/a"]);
+    ws.objs.get("g/vpcs/default/a")!.o.named = true;
+    ws.delete = () =>
+      Promise.resolve({
+        outcome: "refused",
+        status: 403,
+        refusal: { code: 403, reason: "Forbidden", message: "no", blockers: [], source: "none", complete: false },
+      });
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, false);
+    assert.match(r.problem!, /vpcs\/default\/a: delete refused \(403 Forbidden\)/);
+    assert.deepEqual(ws.patches, ["+a", "-a"]);
+    assert.equal(ws.objs.get("g/vpcs/default/a")!.o.skipProtection, false);
+  });
+
+  it("a delete that throws after the annotation: the annotation is taken off, the error goes on", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    ws.add("vpcs", "a", ["subnets/b"]);
+    ws.add("subnets", "b", ["vpcs/a"]);
+    ws.objs.get("g/vpcs/default/a")!.o.named = true;
+    ws.delete = () => Promise.reject(new Error("socket hang up"));
+    await assert.rejects(executeTeardown(ws, opts(clock)), /socket hang up/);
+    assert.deepEqual(ws.patches, ["+a", "-a"]);
+  });
+
+  it("a dependent already Terminating counts as present: its VPC waits until it is gone", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    ws.add("vpcs", "vpc-0");
+    ws.add("vms", "vm-0", ["vpcs/vpc-0"], ["backend.test/hold"]);
+    const vm = ws.objs.get("g/vms/default/vm-0")!;
+    vm.o.deleting = true;
+    vm.deletedAt = 0;
+    const at = new Map<string, number>();
+    const del = ws.delete.bind(ws);
+    ws.delete = (o) => (at.set(o.name, clock.now()), del(o));
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, true, r.problem);
+    assert.deepEqual(ws.deletes, ["g/vpcs/default/vpc-0"]);
+    assert.ok(at.get("vpc-0")! >= 3_000, "the VPC's delete waited for the Terminating VM to go");
   });
 
   it("a delete refused for another reason stops with that refusal", async () => {

@@ -18,6 +18,9 @@ interface Obj {
   name: string;
   uid: string;
   ref?: string;
+  /** The uid a list shows: another object of the same name replaced the one listed. */
+  listedUid?: string;
+  annotated?: boolean;
 }
 
 describe("teardown against a kcp stand-in", () => {
@@ -27,7 +30,11 @@ describe("teardown against a kcp stand-in", () => {
   let objects: Map<string, Obj>;
   const requests: string[] = [];
 
-  const item = (o: Obj) => ({ kind: o.kind, metadata: { name: o.name, namespace: "team-a", uid: o.uid } });
+  const item = (o: Obj, listed = false) => ({
+    kind: o.kind,
+    metadata: { name: o.name, namespace: "team-a", uid: (listed && o.listedUid) || o.uid },
+  });
+  const patches: unknown[] = [];
   const refusal = (blockers: string[]) => ({
     kind: "Status",
     code: 409,
@@ -61,19 +68,33 @@ describe("teardown against a kcp stand-in", () => {
     if (p === `${WS}/apis/tenancy.kcp.io/v1`) return res("workspaces", "Workspace", false);
     if (p === VPCS || p === VMS) {
       const kind = p === VPCS ? "VPC" : "VirtualMachine";
-      return json(200, { items: [...objects.values()].filter((o) => o.kind === kind).map(item) });
+      return json(200, { items: [...objects.values()].filter((o) => o.kind === kind).map((o) => item(o, true)) });
     }
     const o = objects.get(p);
     if (!o) return json(404, { kind: "Status", code: 404, reason: "NotFound", message: "not found" });
     if (req.method === "GET") return json(200, item(o));
+    if (req.method === "PATCH") return patch(o, body, json);
     if (req.method !== "DELETE") return json(405, {});
-    const blockers = [...objects.values()].filter((x) => x.ref === o.name).map((x) => `${x.kind}/${x.name}`);
+    const blockers = o.annotated
+      ? []
+      : [...objects.values()].filter((x) => x.ref === o.name).map((x) => `${x.kind}/${x.name}`);
     if (o.name === "vpc-outside") blockers.push("VirtualMachine/team-b/elsewhere");
     if (blockers.length > 0) return json(409, refusal(blockers));
     if (url.searchParams.get("dryRun") === "All") return json(200, item(o));
     const uid = (JSON.parse(body || "{}") as { preconditions?: { uid?: string } }).preconditions?.uid;
     if (uid !== o.uid) return json(409, { kind: "Status", code: 409, reason: "Conflict", message: "Precondition" });
     objects.delete(p);
+    json(200, item(o));
+  }
+
+  /** A merge patch as the apiserver takes it: a uid other than the object's is refused (uid is immutable, 422). */
+  function patch(o: Obj, body: string, json: (c: number, b: unknown) => void): void {
+    const meta = (JSON.parse(body) as { metadata: { uid?: string; annotations?: Record<string, string | null> } })
+      .metadata;
+    patches.push(meta);
+    if (meta.uid !== undefined && meta.uid !== o.uid)
+      return json(422, { kind: "Status", code: 422, reason: "Invalid", message: "metadata.uid: field is immutable" });
+    o.annotated = meta.annotations?.["dependencies.opendefense.cloud/skip-protection"] === "true";
     json(200, item(o));
   }
 
@@ -158,5 +179,36 @@ describe("teardown against a kcp stand-in", () => {
         detail: "blocked by VirtualMachine/team-b/elsewhere, not part of this teardown",
       },
     ]);
+  });
+
+  const cycle = (listedUid?: string): Obj[] => [
+    { kind: "VPC", name: "vpc-c", uid: "u5", ref: "vm-c", ...(listedUid ? { listedUid } : {}) },
+    { kind: "VirtualMachine", name: "vm-c", uid: "u6", ref: "vpc-c" },
+  ];
+
+  it("--skip-protection on a cycle member: a merge patch naming its uid, then the DELETE with its uid", async () => {
+    seed(cycle());
+    requests.length = 0;
+    patches.length = 0;
+    const r = await teardown("--timeout=30s", "--skip-protection", "vpc/vpc-c");
+    assert.equal(r.code, 0, r.out + r.err);
+    assert.deepEqual(patches, [
+      { uid: "u5", annotations: { "dependencies.opendefense.cloud/skip-protection": "true" } },
+    ]);
+    const real = requests.filter((q) => q.startsWith("DELETE") && !q.includes("dryRun"));
+    assert.equal(real.indexOf(`DELETE ${VPCS}/vpc-c`) > real.indexOf(`DELETE ${VMS}/vm-1`), true, "after the rest");
+    assert.equal(objects.size, 0);
+  });
+
+  it("--skip-protection on an object replaced since it was listed: the PATCH fails on its uid, nothing deleted", async () => {
+    seed(cycle("u5-old"));
+    requests.length = 0;
+    patches.length = 0;
+    const r = await teardown("--timeout=30s", "--skip-protection", "vpc/vpc-c");
+    assert.equal(r.code, 1, r.out + r.err);
+    assert.equal(patches.length > 0, true);
+    assert.ok(!requests.includes(`DELETE ${VPCS}/vpc-c`), "the replaced object was not deleted");
+    assert.ok(objects.has(`${VPCS}/vpc-c`) && objects.has(`${VMS}/vm-c`));
+    assert.match(r.out, /cannot be deleted in any order/);
   });
 });

@@ -43,7 +43,7 @@ const SKIP_PROTECTION: CommandFlag = {
   name: "skip-protection",
   type: "list",
   arg: "<resource>/<name>",
-  help: "allow skip-protection for this object: the plugin sets the annotation before deleting it (repeatable; to break a cycle); in a whole-workspace teardown a namespaced object is <resource>/<namespace>/<name>",
+  help: "allow skip-protection for this object, to break a cycle: when nothing else can move, the plugin sets the annotation and deletes it (repeatable); in a whole-workspace teardown a namespaced object is <resource>/<namespace>/<name>",
 };
 
 function parse(given: GivenArgs, connection: Connection): TeardownCommand {
@@ -79,7 +79,9 @@ in its refusal (status.details.causes), so no access to the rules is needed. The
 wave: an object is dry-run and, if that dry run allows it, deleted at once; one that is refused waits until every
 blocker its refusal named is gone (finalizers included), then is asked again. When nothing can move, everything left
 is asked again once, and what still cannot go is reported with the reason. Only objects a dry run just allowed are
-deleted; protection is never skipped unless you name the object with --skip-protection.
+deleted; protection is never skipped unless you name the object with --skip-protection, and a named object is
+ordered like the rest: only when nothing else can move (a cycle through it) is it annotated and deleted, both with
+its uid as precondition; if that delete fails, the annotation is taken off again.
 
 With --plan nothing is deleted: the waves, what blocks what, cycles, objects held by finalizers.
 

@@ -68,7 +68,7 @@ interface Round {
   problem?: string;
 }
 
-/** Dry-runs then deletes each ready object, `concurrency` at a time; skip-protection objects need no dry run. */
+/** Dry-runs then deletes each ready object, `concurrency` at a time (objects named for skip-protection too). */
 async function deleteReady(
   api: TeardownApi,
   objects: readonly PlanObject[],
@@ -84,12 +84,9 @@ async function deleteReady(
   const round: Round = { accepted: [] };
   const byKind = indexByKind(objects);
   const one = async (x: PlanObject): Promise<void> => {
-    if (x.skipProtection) await api.skipProtection(x);
-    else {
-      const dry = await askOnce(api, x);
-      if (dry.outcome === "refused") return k.learn(x, dry, byKind);
-      if (dry.outcome === "gone") return;
-    }
+    const dry = await askOnce(api, x);
+    if (dry.outcome === "refused") return k.learn(x, dry, byKind);
+    if (dry.outcome === "gone") return;
     const a = await api.delete(x);
     if (a.outcome === "allowed") {
       r.deleted++;
@@ -102,6 +99,34 @@ async function deleteReady(
     }
   };
   await mapLimit(ready, o.concurrency, one);
+  return round;
+}
+
+/**
+ * The final wave: when nothing else can move, the objects the user named for skip-protection are annotated and
+ * deleted (both uid-preconditioned); a delete that then fails takes the annotation off again, so protection is
+ * skipped only for an object that goes.
+ */
+async function deleteNamed(api: TeardownApi, objects: readonly PlanObject[], o: ExecuteOptions, r: ExecuteReport) {
+  const round: Round = { accepted: [] };
+  const one = async (x: PlanObject): Promise<void> => {
+    if ((await api.annotate(x, true)) === "replaced") return;
+    let a: DeleteAnswer | undefined;
+    try {
+      a = await api.delete(x);
+    } finally {
+      if (a?.outcome !== "allowed" && a?.outcome !== "gone") await api.annotate(x, false);
+    }
+    if (a.outcome === "allowed") {
+      r.deleted++;
+      round.accepted.push(x.id);
+    } else if (a.outcome === "refused") round.problem ??= `${x.id}: ${refusalText(a.status, a.refusal)}`;
+  };
+  await mapLimit(
+    objects.filter((x) => x.named && !x.deleting && !x.skipProtection),
+    o.concurrency,
+    one,
+  );
   return round;
 }
 
@@ -147,6 +172,13 @@ export async function executeTeardown(api: TeardownApi, o: ExecuteOptions): Prom
       k = new Known();
       continue;
     } else {
+      const last = await deleteNamed(api, objects, o, r);
+      if (last.accepted.length > 0) r.waves.push(last.accepted.sort());
+      if (last.problem !== undefined) return done(last.problem);
+      if (last.accepted.length > 0) {
+        rechecked = false;
+        continue;
+      }
       r.plan = k.plan(objects);
       return done(`${r.plan.stuck.length} object(s) cannot be deleted in any order`);
     }

@@ -1,6 +1,7 @@
 // Teardown's I/O against kcp through the one REST client, with the user's own rights: the types the workspace binds
 // (its APIBindings' boundResources, resolved by discovery), their objects in scope, dry-run and real DELETEs with the
-// object's uid as precondition (a new object of the same name is never deleted in its place), and the annotation.
+// object's uid as precondition (a new object of the same name is never deleted in its place), and the annotation,
+// uid-preconditioned too.
 import { SKIP_PROTECTION_ANNOTATION } from "../../../api/types.ts";
 import { isApiError } from "../../../kcp/rest.ts";
 import { isRecord } from "../../../util/json.ts";
@@ -49,7 +50,8 @@ export function toPlanObject(r: ApiResource, item: unknown, named: ReadonlySet<s
     ...(typeof meta["uid"] === "string" ? { uid: meta["uid"] } : {}),
     finalizers: Array.isArray(meta["finalizers"]) ? meta["finalizers"].map(String) : [],
     deleting: typeof meta["deletionTimestamp"] === "string",
-    skipProtection: annotated(meta, SKIP_PROTECTION_ANNOTATION) || named.has(id),
+    skipProtection: annotated(meta, SKIP_PROTECTION_ANNOTATION),
+    ...(named.has(id) ? { named: true } : {}),
   };
 }
 
@@ -105,17 +107,28 @@ export function kcpTeardownApi(s: Session, scope: Scope, types: readonly ApiReso
         throw explain(err, `read ${o.resource}/${o.name} in ${s.workspace}`);
       }
     },
-    async skipProtection(o) {
-      const body = { metadata: { annotations: { [SKIP_PROTECTION_ANNOTATION]: "true" } } };
-      try {
-        await s.ws.request("PATCH", objectPath(o), { body, contentType: "application/merge-patch+json" });
-      } catch (err) {
-        if (isApiError(err, 404)) return;
-        throw explain(err, `annotate ${o.resource}/${o.name} with ${SKIP_PROTECTION_ANNOTATION}`);
-      }
-    },
+    annotate: (o, on) => annotate(s, o, on),
   };
   return api;
+}
+
+/**
+ * The skip-protection annotation set or removed by a merge patch that names the uid: the apiserver keeps a uid given
+ * and refuses to change it (422, uid is immutable), so the patch applies only to the object listed, never to a new
+ * one of the same name.
+ */
+async function annotate(s: Session, o: PlanObject, on: boolean): Promise<"done" | "replaced"> {
+  const metadata = {
+    ...(o.uid ? { uid: o.uid } : {}),
+    annotations: { [SKIP_PROTECTION_ANNOTATION]: on ? "true" : null },
+  };
+  try {
+    await s.ws.request("PATCH", objectPath(o), { body: { metadata }, contentType: "application/merge-patch+json" });
+    return "done";
+  } catch (err) {
+    if (isApiError(err, 404) || isApiError(err, 409) || isApiError(err, 422)) return "replaced";
+    throw explain(err, `${on ? "set" : "remove"} ${SKIP_PROTECTION_ANNOTATION} on ${o.resource}/${o.name}`);
+  }
 }
 
 /** `vpc/my-vpc`, `vpcs.network.test.io/my-vpc` or `vpc/team-a/my-vpc` (--skip-protection) → the object's id. */

@@ -21,8 +21,13 @@ export interface PlanObject extends ObjectRef {
   finalizers: string[];
   /** A delete was accepted already (deletionTimestamp set); it goes when its finalizers clear. */
   deleting: boolean;
-  /** Protection is skipped for it (the annotation is set, or the user named it): nothing blocks its delete. */
+  /** Protection is skipped for it (the annotation is set): nothing blocks its delete. */
   skipProtection: boolean;
+  /**
+   * The user named it with --skip-protection: it is ordered like the rest, and annotated and deleted only in the
+   * final wave, when what still blocks it cannot go first (a cycle through it).
+   */
+  named?: boolean;
 }
 
 /** `from` (a dependent) blocks the delete of `to`: `from` must go first. */
@@ -155,9 +160,9 @@ export function planTeardown(
   const usable = usableEdges(byId, edges);
   const ids = sorted.map((o) => o.id);
   const seeded = new Set([...obstacles.entries()].filter(([id, o]) => byId.has(id) && isObstacle(o)).map(([id]) => id));
-  const waves = layers(ids, usable, seeded);
-  const placed = new Set(waves.flat());
-  const left = ids.filter((id) => !placed.has(id));
+  const ordered = layers(ids, usable, seeded);
+  const waves = [...ordered, ...finalWave(unplaced(ids, ordered), usable, seeded, byId)];
+  const left = unplaced(ids, waves);
   const cycles = cyclesAmong(left, usable);
   return {
     objects: sorted,
@@ -168,6 +173,27 @@ export function planTeardown(
     stuck: stuckOf(left, cycles, usable, obstacles),
     finalizerHolds: sorted.filter((o) => o.finalizers.length > 0).map((o) => ({ id: o.id, finalizers: o.finalizers })),
   };
+}
+
+/**
+ * What the ordered waves leave, once the objects the user named for skip-protection stop waiting for their blockers
+ * (the run annotates them only then): the cycles through them, broken last. Empty when none is named.
+ */
+function finalWave(
+  left: readonly string[],
+  edges: readonly BlockEdge[],
+  seeded: ReadonlySet<string>,
+  byId: ReadonlyMap<string, PlanObject>,
+): string[][] {
+  if (!left.some((id) => byId.get(id)?.named)) return [];
+  const inLeft = new Set(left);
+  const among = edges.filter((e) => inLeft.has(e.from) && inLeft.has(e.to) && !byId.get(e.to)?.named);
+  return layers(left, among, seeded);
+}
+
+function unplaced(ids: readonly string[], waves: readonly string[][]): string[] {
+  const placed = new Set(waves.flat());
+  return ids.filter((id) => !placed.has(id));
 }
 
 const isObstacle = (o: Obstacle): boolean => o.refused !== undefined || (o.outside?.length ?? 0) > 0;

@@ -61,6 +61,7 @@ export function planJson(plan: Plan, ctx: PlanContext): string {
       finalizers: o.finalizers,
       deleting: o.deleting,
       skipProtection: o.skipProtection,
+      named: o.named === true,
     })),
     waves: plan.waves,
     edges: plan.edges,

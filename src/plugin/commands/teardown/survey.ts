@@ -4,7 +4,7 @@ import type { DeleteAnswer, Refusal } from "../../causes.ts";
 import { mapLimit } from "../../../util/concurrency.ts";
 import { planTeardown, push, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
 
-/** The I/O teardown needs; source.ts implements it against kcp, tests with a map. */
+/** The I/O teardown needs; kcp-api.ts implements it against kcp, tests with a map. */
 export interface TeardownApi {
   /** Every object in scope, as it is now. */
   list(): Promise<PlanObject[]>;
@@ -13,8 +13,11 @@ export interface TeardownApi {
   delete(o: PlanObject): Promise<DeleteAnswer>;
   /** The object as it is now; undefined once gone. */
   get(o: PlanObject): Promise<PlanObject | undefined>;
-  /** Sets the skip-protection annotation (only on objects the user named). */
-  skipProtection(o: PlanObject): Promise<void>;
+  /**
+   * Sets (`on`) or removes the skip-protection annotation, only on objects the user named, and only on the very
+   * object listed (its uid a precondition): "replaced" when it is gone or another object now has its name.
+   */
+  annotate(o: PlanObject, on: boolean): Promise<"done" | "replaced">;
 }
 
 const key = (kind: string, namespace: string | undefined, name: string): string => `${kind}/${namespace ?? ""}/${name}`;
