@@ -34,6 +34,8 @@ export interface RunContext {
   /** A progress line for stderr (teardown). */
   progress: (line: string) => void;
   clock?: Clock;
+  /** Asks a person on the terminal; absent when no one can answer. */
+  ask?: (question: string) => Promise<string>;
 }
 
 export interface PluginCommand<C> {

@@ -82,7 +82,8 @@ export async function run(
   try {
     const command = COMMANDS.find((c) => c.name === cmd.name)!;
     const progress = (line: string): void => io.err(`${line}\n`);
-    return write(await command.run(cmd, { progress, ...(clock ? { clock } : {}) }), io);
+    const ask = io.ask?.bind(io);
+    return write(await command.run(cmd, { progress, ...(clock ? { clock } : {}), ...(ask ? { ask } : {}) }), io);
   } catch (err) {
     return failed(err, io, env);
   }

@@ -5,6 +5,8 @@ import { PluginError } from "./session.ts";
 export interface Output {
   out(text: string): void;
   err(text: string): void;
+  /** Asks a person on the terminal; absent when no one can answer (stdin is not a terminal). */
+  ask?(question: string): Promise<string>;
 }
 
 /**

@@ -20,6 +20,7 @@ describe("teardown arguments", () => {
         timeoutMs: 600_000,
         concurrency: 32,
         skipProtection: [],
+        yes: false,
         connection: {},
       },
     });

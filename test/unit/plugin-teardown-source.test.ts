@@ -211,4 +211,38 @@ describe("teardown against a kcp stand-in", () => {
     assert.ok(objects.has(`${VPCS}/vpc-c`) && objects.has(`${VMS}/vm-c`));
     assert.match(r.out, /cannot be deleted in any order/);
   });
+
+  const whole = async (ask: ((q: string) => Promise<string>) | undefined, ...args: string[]) => {
+    let out = "";
+    let err = "";
+    const io = { out: (t: string) => (out += t), err: (t: string) => (err += t), ...(ask ? { ask } : {}) };
+    const code = await run(["teardown", "--workspace", "root:consumer1", ...args, `--kubeconfig=${kubeconfig}`], io);
+    return { code, out, err };
+  };
+
+  it("--workspace without -n, no terminal, no --yes: no request at all, exit 2, says why", async () => {
+    seed();
+    requests.length = 0;
+    const r = await whole(undefined);
+    assert.equal(r.code, 2);
+    assert.match(r.err, /nothing deleted: --workspace without -n takes down .*root:consumer1.*confirm with --yes/);
+    assert.deepEqual(requests, []);
+    assert.equal(objects.size, 2);
+  });
+
+  it("--workspace without -n asks; anything but yes deletes nothing; --plan and --yes do not ask", async () => {
+    seed();
+    requests.length = 0;
+    const asked: string[] = [];
+    const no = await whole((q) => (asked.push(q), Promise.resolve("n")));
+    assert.equal(no.code, 2);
+    assert.match(no.err, /nothing deleted: not confirmed/);
+    assert.match(asked[0]!, /This deletes every object .* in workspace root:consumer1/);
+    assert.deepEqual(requests, []);
+    const never = (): Promise<string> => Promise.reject(new Error("asked"));
+    assert.equal((await whole(never, "--plan")).code, 0);
+    const yes = await whole(never, "--yes", "--timeout=30s");
+    assert.equal(yes.code, 0, yes.err);
+    assert.match(yes.out, /teardown of root:consumer1 done/);
+  });
 });

@@ -1,7 +1,16 @@
 // `kubectl dependencies teardown`: its flags, what its help says, and its command line. The run is in run.ts (the
 // loop in execute.ts, the plan in plan.ts and survey.ts, kcp in kcp-api.ts, the report in render.ts).
 import { UsageError, type GivenArgs } from "../../../cli/kit.ts";
-import { namespaceFlag, outputFlag, read, type CommandFlag, type PluginCommand } from "../../contract.ts";
+import {
+  namespaceFlag,
+  outputFlag,
+  read,
+  type CommandFlag,
+  type CommandResult,
+  type PluginCommand,
+  type RunContext,
+} from "../../contract.ts";
+import { printable } from "../../../util/printable.ts";
 import type { Connection } from "../../session.ts";
 import { runTeardown } from "./run.ts";
 
@@ -17,11 +26,19 @@ export interface TeardownCommand {
   concurrency: number;
   /** `<resource>/<name>` the user allows skip-protection for. */
   skipProtection: string[];
+  /** A whole-workspace run goes without asking. */
+  yes: boolean;
   connection: Connection;
 }
 
 const NAMESPACE = namespaceFlag("the namespace to empty");
 const PLAN: CommandFlag = { name: "plan", type: "switch", boolean: true, help: "print the plan, delete nothing" };
+const YES: CommandFlag = {
+  name: "yes",
+  type: "switch",
+  boolean: true,
+  help: "take the whole workspace down (--workspace without -n) without asking",
+};
 const OUTPUT = outputFlag(["table", "json"], "with --plan: table or json (its schema is in docs/operations.md)");
 const TIMEOUT: CommandFlag = {
   name: "timeout",
@@ -62,14 +79,34 @@ function parse(given: GivenArgs, connection: Connection): TeardownCommand {
     timeoutMs: read.duration(given, TIMEOUT),
     concurrency,
     skipProtection: read.list(given, SKIP_PROTECTION),
+    yes: read.switch(given, YES),
     connection,
     ...(namespace ? { namespace } : {}),
   };
 }
 
+/**
+ * A whole-workspace run (--workspace without -n) asks first, as `kubectl delete --all` users expect: the same flag
+ * only chooses the workspace in every other command. --yes answers for the user; with no one to ask, nothing is
+ * deleted and the result says why. Undefined: go on.
+ */
+async function confirmed(cmd: TeardownCommand, ctx: RunContext): Promise<CommandResult | undefined> {
+  if (cmd.namespace !== undefined || cmd.plan || cmd.yes) return undefined;
+  const what = `every object of the bound types in workspace ${printable(cmd.connection.workspace ?? "")}, in every namespace`;
+  if (!ctx.ask)
+    return {
+      exitCode: 2,
+      text: "",
+      error: `nothing deleted: --workspace without -n takes down ${what}; confirm with --yes (no terminal to ask on)\n`,
+    };
+  const answer = await ctx.ask(`This deletes ${what}. Type "yes" to go on: `);
+  if (answer.trim().toLowerCase() === "yes") return undefined;
+  return { exitCode: 2, text: "", error: "nothing deleted: not confirmed\n" };
+}
+
 export const teardown: PluginCommand<TeardownCommand> = {
   name: "teardown",
-  usage: "teardown (-n <namespace> | --workspace <path>) [--plan [-o table|json]]",
+  usage: "teardown (-n <namespace> | --workspace <path> [--yes]) [--plan [-o table|json]]",
   brief: "teardown -n <ns> | --workspace <path>",
   summary: "delete everything there in dependency order (--plan: only show it)",
   prose: `Deletes every object of the workspace's bound types (APIBindings) in one namespace (-n), or in the whole workspace
@@ -83,6 +120,9 @@ deleted; protection is never skipped unless you name the object with --skip-prot
 ordered like the rest: only when nothing else can move (a cycle through it) is it annotated and deleted, both with
 its uid as precondition; if that delete fails, the annotation is taken off again.
 
+A whole-workspace run (--workspace without -n) asks for confirmation on the terminal, or takes --yes; without a
+terminal and without --yes it deletes nothing and says why (exit code 2).
+
 With --plan nothing is deleted: the waves, what blocks what, cycles, objects held by finalizers.
 
 Exit code: 0 done (or, with --plan, every object has a wave); 1 it cannot finish (a cycle, a blocker outside the
@@ -91,8 +131,12 @@ teardown, a delete refused for another reason, a finalizer that does not clear b
     "kubectl dependencies teardown -n default --plan",
     "kubectl dependencies teardown -n default --timeout 5m",
     "kubectl dependencies teardown --workspace root:consumer1 --plan -o json",
+    "kubectl dependencies teardown --workspace root:consumer1 --yes",
   ],
-  flags: [NAMESPACE, PLAN, OUTPUT, TIMEOUT, CONCURRENCY, SKIP_PROTECTION],
+  flags: [NAMESPACE, PLAN, OUTPUT, TIMEOUT, CONCURRENCY, SKIP_PROTECTION, YES],
   parse,
-  run: (cmd, ctx) => runTeardown(cmd, ctx.progress, ctx.clock),
+  async run(cmd, ctx) {
+    const refused = await confirmed(cmd, ctx);
+    return refused ?? runTeardown(cmd, ctx.progress, ctx.clock);
+  },
 };
