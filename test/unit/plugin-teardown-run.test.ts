@@ -134,6 +134,20 @@ function chain(ws: FakeWorkspace, n: number): void {
   }
 }
 
+const forbidden = (): Promise<DeleteAnswer> =>
+  Promise.resolve({
+    outcome: "refused",
+    status: 403,
+    refusal: { code: 403, reason: "Forbidden", message: "no", blockers: [], source: "none", complete: false },
+  });
+
+/** a ⇄ b, with a named for skip-protection. */
+function namedCycle(ws: FakeWorkspace): void {
+  ws.add("vpcs", "a", ["subnets/b"]);
+  ws.add("subnets", "b", ["vpcs/a"]);
+  ws.objs.get("g/vpcs/default/a")!.o.named = true;
+}
+
 const opts = (clock: Clock, timeoutMs = 600_000) => ({
   concurrency: 4,
   timeoutMs,
@@ -238,9 +252,7 @@ describe("teardown run loop", () => {
   it("a named object replaced since it was listed (stale uid): not annotated, not deleted", async () => {
     const clock = new SteppingClock();
     const ws = new FakeWorkspace(clock);
-    ws.add("vpcs", "a", ["subnets/b"]);
-    ws.add("subnets", "b", ["vpcs/a"]);
-    ws.objs.get("g/vpcs/default/a")!.o.named = true;
+    namedCycle(ws);
     const list = ws.list.bind(ws);
     // Every list shows the object as it was: the one there now has another uid.
     ws.list = async () => (await list()).map((o) => (o.name === "a" ? { ...o, uid: "uid-old" } : o));
@@ -254,15 +266,8 @@ describe("teardown run loop", () => {
   it("the delete of an annotated object fails: the annotation is taken off again", async () => {
     const clock = new SteppingClock();
     const ws = new FakeWorkspace(clock);
-    ws.add("vpcs", "a", ["subnets/b"]);
-    ws.add("subnets", "b", ["vpcs/a"]);
-    ws.objs.get("g/vpcs/default/a")!.o.named = true;
-    ws.delete = () =>
-      Promise.resolve({
-        outcome: "refused",
-        status: 403,
-        refusal: { code: 403, reason: "Forbidden", message: "no", blockers: [], source: "none", complete: false },
-      });
+    namedCycle(ws);
+    ws.delete = forbidden;
     const r = await executeTeardown(ws, opts(clock));
     assert.equal(r.ok, false);
     assert.match(r.problem!, /vpcs\/default\/a: delete refused \(403 Forbidden\)/);
@@ -273,9 +278,7 @@ describe("teardown run loop", () => {
   it("a delete that throws after the annotation: the annotation is taken off, the error goes on", async () => {
     const clock = new SteppingClock();
     const ws = new FakeWorkspace(clock);
-    ws.add("vpcs", "a", ["subnets/b"]);
-    ws.add("subnets", "b", ["vpcs/a"]);
-    ws.objs.get("g/vpcs/default/a")!.o.named = true;
+    namedCycle(ws);
     ws.delete = () => Promise.reject(new Error("socket hang up"));
     await assert.rejects(executeTeardown(ws, opts(clock)), /socket hang up/);
     assert.deepEqual(ws.patches, ["+a", "-a"]);
@@ -302,12 +305,7 @@ describe("teardown run loop", () => {
     const clock = new SteppingClock();
     const ws = new FakeWorkspace(clock);
     ws.add("vpcs", "locked");
-    ws.delete = () =>
-      Promise.resolve({
-        outcome: "refused",
-        status: 403,
-        refusal: { code: 403, reason: "Forbidden", message: "no", blockers: [], source: "none", complete: false },
-      });
+    ws.delete = forbidden;
     const r = await executeTeardown(ws, opts(clock));
     assert.equal(r.ok, false);
     assert.match(r.problem!, /locked: delete refused \(403 Forbidden\): no/);
