@@ -22,7 +22,7 @@ import {
   type RuleVerdict,
 } from "../../api/verdicts.ts";
 import type { Resolution } from "../../kcp/workspaces.ts";
-import type { PathResolutions, RegistryProblem, RuleEntry } from "./registry.ts";
+import type { PathResolutions, RegistryProblem, RuleEntry } from "./registry-model.ts";
 
 /** Problem messages of rules left out whole; every one starts with "not enforced" (counted by notEnforcedCount). */
 export const NOT_ENFORCED = {

@@ -11,12 +11,12 @@ import { grKey, providerKey, resolutionPrint, type Contribution, type KeyedEntry
 import type { GroupResource, LogicalClusterName } from "../../api/types.ts";
 import {
   isNotEnforced,
-  type DependentType,
   type IndexedType,
   type PathResolutions,
   type RegistryProblem,
   type RuleEntry,
-} from "./registry.ts";
+} from "./registry-model.ts";
+import type { DependentType } from "../admission.ts";
 
 /** Counts the registry's work, for tests that check it is proportional to the change (never wall time). */
 export interface RegistryCounter {

@@ -10,7 +10,7 @@ import { NO_VERDICTS, verdictFor, type Verdicts } from "../../api/verdicts.ts";
 import { asRecord, compareStrings } from "../../util/json.ts";
 import { contribute, NO_CONTRIBUTION, verdictPrint, type Contribution } from "./contribution.ts";
 import { newCounter, PathIndex, RegistryTables, type RegistryCounter } from "./entry-index.ts";
-import type { PathResolutions, RegistryProblem, RuleRegistry } from "./registry.ts";
+import type { PathResolutions, RegistryProblem, RuleRegistry } from "./registry-model.ts";
 
 export interface RegistryStateOptions {
   /** The operator's opt-in (webhook flag) for rules whose author declined the read-only checks. */

@@ -9,65 +9,34 @@
 import { type FieldPath } from "../../fieldpath/fieldpath.ts";
 import { parseRule, referencedPaths } from "../../api/rule.ts";
 import { dependentTypeKey } from "../../api/index-report.ts";
-import type { Enforcement } from "../../api/schema.ts";
-import type { GroupResource, LogicalClusterName, WorkspacePath } from "../../api/types.ts";
-import type { Resolution } from "../../kcp/workspaces.ts";
+import type { WorkspacePath } from "../../api/types.ts";
 import { compareStrings } from "../../util/json.ts";
-import type { IndexTrust, Verdicts } from "../../api/verdicts.ts";
+import type { Verdicts } from "../../api/verdicts.ts";
 import type { DependentType } from "../admission.ts";
 import { RegistryState, type RegistryStateOptions } from "./registry-state.ts";
+import {
+  isNotEnforced,
+  type IndexedType,
+  type PathResolutions,
+  type RegistryProblem,
+  type RuleEntry,
+  type RuleRegistry,
+} from "./registry-model.ts";
 
 export { DEPENDENT_INVALID_REASON, type IndexTrust } from "../../api/verdicts.ts";
 export type { DependentType } from "../admission.ts";
 export { NOT_ENFORCED } from "./contribution.ts";
 export { RegistryState } from "./registry-state.ts";
 export { newCounter, type RegistryCounter } from "./entry-index.ts";
-
-/** One rule as seen from one protected (provider, group/resource): whose objects to list and where to look. */
-export interface RuleEntry {
-  /** `<rule cluster>/<rule name>`. */
-  rule: string;
-  dependent: DependentType;
-  /** Every field path of this rule that points at this group/resource (usually one). */
-  fieldPaths: readonly FieldPath[];
-  /** Deny, or Warn (a referenced delete is allowed with a warning). */
-  enforcement: Enforcement;
-  /** What the controller's verdict says of its dependents index, for when the index cannot answer (see IndexTrust). */
-  index?: IndexTrust;
-}
-
-export interface RuleMatch {
-  entries: readonly RuleEntry[];
-  /**
-   * Set by the rule source while a shard's DependencyRules cannot be seen and this match's rules may be among them
-   * (src/webhook/rules/visibility.ts): refused with 503. `why` (rules, endpoint URLs, errors) is for the log only.
-   */
-  unseen?: { endpoints: readonly string[]; rules: readonly string[]; why: string };
-}
-
-/** A rule or dependency left out of the registry, and why (logged by the caller, never shown to a deleter). */
-export interface RegistryProblem {
-  rule: string;
-  message: string;
-}
-
-export interface RuleRegistry {
-  /** Rules registered with at least one dependency. */
-  readonly ruleCount: number;
-  /** Registered (rule, provider, group/resource) entries. */
-  readonly entryCount: number;
-  readonly problems: readonly RegistryProblem[];
-  /** The rules protecting `gr` of `provider`; without a provider (legacy /validate), of any provider. */
-  find(provider: LogicalClusterName | undefined, gr: GroupResource): RuleMatch;
-  /** Every dependent type lookups may ask for, with every field path asked for it: what the index must watch. */
-  dependentTypes(): readonly IndexedType[];
-}
-
-/** One dependent type the dependents index watches, and the field paths (sorted by source) it must read. */
-export interface IndexedType {
-  dependent: DependentType;
-  fieldPaths: readonly FieldPath[];
-}
+export {
+  isNotEnforced,
+  type IndexedType,
+  type PathResolutions,
+  type RegistryProblem,
+  type RuleEntry,
+  type RuleMatch,
+  type RuleRegistry,
+} from "./registry-model.ts";
 
 /** Groups entries by dependent type (dependentTypeKey), merging their field paths; sorted, so the result is stable. */
 export function indexedTypes(entries: Iterable<RuleEntry>): IndexedType[] {
@@ -84,9 +53,6 @@ export function indexedTypes(entries: Iterable<RuleEntry>): IndexedType[] {
     return { dependent: t.dependent, fieldPaths: sources.map((src) => t.paths.get(src)!) };
   });
 }
-
-/** What the caller knows about each apiExportRef.path; undefined means not resolved yet (not enforced). */
-export type PathResolutions = ReadonlyMap<string, Resolution>;
 
 export interface RegistryOptions extends RegistryStateOptions {
   /** The controller's verdicts on the rules (none: every rule is as yet unjudged). */
@@ -113,9 +79,6 @@ export function buildRegistry(
   state.settle(resolutions, opts.verdicts);
   return state.current();
 }
-
-/** Whether a problem leaves (part of) its rule not enforced: those messages start with "not enforced". */
-export const isNotEnforced = (message: string): boolean => message.startsWith("not enforced");
 
 /** How many rules have at least one part not enforced (a fault of their own), for the gauge and its alert. */
 export function notEnforcedCount(registry: RuleRegistry): number {

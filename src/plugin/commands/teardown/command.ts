@@ -12,24 +12,9 @@ import {
 } from "../../contract.ts";
 import { printable } from "../../../util/printable.ts";
 import type { Connection } from "../../session.ts";
-import { runTeardown } from "./run.ts";
+import { runTeardown, type PlanFormat, type TeardownCommand } from "./run.ts";
 
-export type PlanFormat = "table" | "json";
-
-export interface TeardownCommand {
-  name: "teardown";
-  /** One namespace; undefined: the whole workspace (--workspace given, no -n). */
-  namespace?: string;
-  plan: boolean;
-  format: PlanFormat;
-  timeoutMs: number;
-  concurrency: number;
-  /** `<resource>/<name>` the user allows skip-protection for. */
-  skipProtection: string[];
-  /** A whole-workspace run goes without asking. */
-  yes: boolean;
-  connection: Connection;
-}
+export type { PlanFormat, TeardownCommand } from "./run.ts";
 
 const NAMESPACE = namespaceFlag("the namespace to empty");
 const PLAN: CommandFlag = { name: "plan", type: "switch", boolean: true, help: "print the plan, delete nothing" };

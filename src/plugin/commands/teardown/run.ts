@@ -2,12 +2,29 @@
 // (--plan) or run it. Exit code 0: planned / done; 1: the plan cannot be completed, or the run could not finish.
 import { realClock, type Clock } from "../../../util/clock.ts";
 import type { CommandResult } from "../../contract.ts";
-import { withSession } from "../../session.ts";
-import type { TeardownCommand } from "./command.ts";
+import { withSession, type Connection } from "../../session.ts";
 import { executeTeardown } from "./execute.ts";
 import { planJson, planTable, runReport, type PlanContext } from "./render.ts";
 import { boundTypes, kcpTeardownApi, namedIds, type Scope } from "./kcp-api.ts";
 import { survey } from "./survey.ts";
+
+/** The parsed command line this runs (command.ts parses it). */
+export type PlanFormat = "table" | "json";
+
+export interface TeardownCommand {
+  name: "teardown";
+  /** One namespace; undefined: the whole workspace (--workspace given, no -n). */
+  namespace?: string;
+  plan: boolean;
+  format: PlanFormat;
+  timeoutMs: number;
+  concurrency: number;
+  /** `<resource>/<name>` the user allows skip-protection for. */
+  skipProtection: string[];
+  /** A whole-workspace run goes without asking. */
+  yes: boolean;
+  connection: Connection;
+}
 
 export async function runTeardown(
   cmd: TeardownCommand,

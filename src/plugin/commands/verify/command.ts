@@ -3,17 +3,9 @@
 import type { GivenArgs } from "../../../cli/kit.ts";
 import { outputFlag, read, RULE_WORKSPACE, type PluginCommand } from "../../contract.ts";
 import type { Connection } from "../../session.ts";
-import { runVerify } from "./run.ts";
+import { runVerify, type VerifyFormat, type VerifyCommand } from "./run.ts";
 
-export type VerifyFormat = "text" | "json";
-
-export interface VerifyCommand {
-  name: "verify";
-  format: VerifyFormat;
-  /** Workspaces to read rules from; empty: every readable workspace below `root`. */
-  ruleWorkspaces: string[];
-  connection: Connection;
-}
+export type { VerifyFormat, VerifyCommand } from "./run.ts";
 
 const OUTPUT = outputFlag(["text", "json"], "text or json");
 

@@ -9,7 +9,7 @@ import type { RuleInWorkspace } from "../../graph.ts";
 import { annotated, objectId, objectOf } from "../../objects.ts";
 import { findReferences } from "../../references.ts";
 import { listRuleTypes, rulesWithNotes } from "../../rules.ts";
-import { dryRunDelete, explain, withSession, type Session } from "../../session.ts";
+import { dryRunDelete, explain, withSession, type Connection, type Session } from "../../session.ts";
 import {
   confirmed,
   exitCodeOf,
@@ -20,9 +20,19 @@ import {
   type VerifyObject,
   type VerifyReport,
 } from "./compare.ts";
-import type { VerifyCommand } from "./command.ts";
 import type { CommandResult } from "../../contract.ts";
 import { renderJson, renderText } from "./render.ts";
+
+/** The parsed command line this runs (command.ts parses it). */
+export type VerifyFormat = "text" | "json";
+
+export interface VerifyCommand {
+  name: "verify";
+  format: VerifyFormat;
+  /** Workspaces to read rules from; empty: every readable workspace below `root`. */
+  ruleWorkspaces: string[];
+  connection: Connection;
+}
 
 export interface VerifyDeps {
   clock?: Clock;
