@@ -145,7 +145,7 @@ export function measureCeiling(shape: HeapShape, ceilingBytes: number): CeilingR
     [path],
     undefined,
     { maxObjectsPerWorkspace: 1e9, maxBytesPerWorkspace: 1e12 },
-    ledger,
+    { ledger, author: "provider" },
   );
   const perDependent = shape.refs === 1 ? 350 : 8_600; // bytes, from the rows above
   const perWorkspace = Math.ceil((2 * ceilingBytes) / perDependent / shape.workspaces);

@@ -47,6 +47,7 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
   private readonly budget: IndexBudget;
   /** The replica's ceiling (ceiling.ts), charged with every readable dependent; none: no ceiling. */
   private readonly ledger: IndexLedger | undefined;
+  readonly author: string; // whose share of the ceiling this store charges (ceiling.ts, LedgerAccount)
   /** Unreadable objects by reason, for the metric. */
   readonly unreadable: Record<UnreadableReason, number> = { names: 0, budget: 0, share: 0 };
   private charged = 0;
@@ -55,12 +56,13 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
     paths: readonly FieldPath[],
     readCap: number = MAX_VISITED_VALUES,
     budget?: Partial<IndexBudget>,
-    ledger?: IndexLedger,
+    charge?: { ledger: IndexLedger; author: string },
   ) {
     this.paths = paths;
     this.readCap = readCap;
     this.budget = { ...DEFAULT_INDEX_BUDGET, ...budget };
-    this.ledger = ledger;
+    this.ledger = charge?.ledger;
+    this.author = charge?.author ?? "";
   }
 
   /** Heap bytes (INDEX_COST) held readable (charged to the ledger) and unreadable (not: ceiling.ts says why). */
@@ -141,11 +143,11 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
   }
 
   /**
-   * Makes every readable dependent of `tenant` unreadable, and keeps its new ones so until the workspace has none
-   * left here or the store is relisted: the ledger took its charge to make room for a workspace within its share.
+   * Makes every readable dependent of `workspace` unreadable, and keeps its new ones so until the workspace has none
+   * left here or the store is relisted: the ledger took its charge to make room for a holder within its share.
    */
-  demote(tenant: string): void {
-    const ws = this.workspaces.get(tenant);
+  demote(workspace: string): void {
+    const ws = this.workspaces.get(workspace);
     if (!ws || ws.demoted) return;
     ws.demoted = true;
     for (const key of ws.readableKeys()) {

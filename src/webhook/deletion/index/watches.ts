@@ -77,12 +77,14 @@ export function exportWatchFactory(
   return ({ key, type, onChange }) => {
     const d = type.dependent;
     const endpoints = watchEndpoints(opts.endpoints, { cluster: d.exportCluster, name: d.apiExportName });
+    // The type's author: a rule's dependent is a resource of an APIExport in the rule's own workspace.
+    const charge = opts.ledger && { ledger: opts.ledger, author: d.exportCluster };
     const watch = new ExportWatch<KubeObject, IndexedDependent>({
       exportWorkspace: base.forCluster(d.exportCluster),
       exportName: d.apiExportName,
       resourcePath: `/apis/${d.group}/${d.version}/${d.resource}`,
       logger: logger.child({ index: key }),
-      newStore: () => new ReferenceStore(type.fieldPaths, undefined, opts.budget, opts.ledger),
+      newStore: () => new ReferenceStore(type.fieldPaths, undefined, opts.budget, charge),
       ...(opts.pageSize ? { pageSize: opts.pageSize } : {}),
       select: endpoints.select,
       onRefused: endpoints.onRefused,
