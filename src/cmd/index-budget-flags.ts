@@ -37,7 +37,7 @@ export function indexBudgetFlags(): Flag[] {
     env: "INDEX_MEMORY_LIMIT",
     arg: "BYTES",
     default: `${DEFAULT_INDEX_MEMORY_LIMIT / 2 ** 20}Mi`,
-    help: "heap the readable index of this replica may hold (bytes, or with Ki, Mi, Gi), shared fairly between consumer workspaces; one past its share gets 503 for its deletes of that type",
+    help: "heap the readable index of this replica may hold (bytes, or with Ki, Mi, Gi), shared fairly between rule authors, then each author's consumer workspaces; one past its share gets 503 for its deletes of that author's types",
   };
   return [...budget, limit];
 }

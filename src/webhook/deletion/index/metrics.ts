@@ -68,7 +68,7 @@ function registerCeilingMetrics(registry: Registry, index: DependentsIndex): voi
   });
   new Gauge({
     name: "dependency_webhook_index_memory_limit_bytes",
-    help: "The replica's index memory ceiling (--index-memory-limit), shared fairly between consumer workspaces",
+    help: "The replica's index memory ceiling (--index-memory-limit), shared fairly between rule authors, then their consumer workspaces",
     registers: [registry],
     collect() {
       this.set(ledger.ceilingBytes);
