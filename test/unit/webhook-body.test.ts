@@ -3,6 +3,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type http from "node:http";
+import { createServer } from "node:http";
+import { connect, type AddressInfo } from "node:net";
 import { PassThrough } from "node:stream";
 import type { Clock, Timer } from "../../src/util/clock.ts";
 import { BodyBudget } from "../../src/webhook/http/budget.ts";
@@ -81,10 +83,71 @@ describe("readBody", () => {
     };
     const r = request();
     const body = readBody(as(r), rules(clock, budget(4096)));
+    await new Promise(setImmediate); // the stream is not complete: it is read as it comes, with the pace check armed
+    assert.ok(due, "the pace check is armed");
     now = 5_000; // the first check runs 4 s late: nothing read yet, but the bytes may be waiting
     due?.();
     r.end("x".repeat(600));
     assert.equal((await body).body.length, 600);
+  });
+});
+
+describe("readBody of a body parsed whole with its headers (kcp's one write)", () => {
+  /** A clock that counts the timers armed on it. */
+  const counting = (): Clock & { armed: number } => {
+    const clock = new FakeClock();
+    const c = { armed: 0, now: () => clock.now(), sleep: clock.sleep.bind(clock) } as Clock & { armed: number };
+    c.after = (ms, fn) => (c.armed++, clock.after(ms, fn));
+    return c;
+  };
+
+  /** Sends `raw` (request line, headers, body) to a real node:http server in one write: what `read` returns or throws. */
+  async function serve(raw: string, read: (req: http.IncomingMessage) => Promise<unknown>): Promise<unknown> {
+    let outcome: Promise<unknown> | undefined;
+    const server = createServer((req, res) => {
+      outcome = read(req)
+        .catch((err: unknown) => err)
+        .finally(() => res.end());
+    });
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    const socket = connect((server.address() as AddressInfo).port, "127.0.0.1");
+    socket.end(raw);
+    socket.resume();
+    await new Promise((done) => socket.on("close", done));
+    server.close();
+    return outcome;
+  }
+  const post = (body: string, headers = `content-length: ${Buffer.byteLength(body)}`) =>
+    `POST /validate/x HTTP/1.1\r\nhost: a\r\n${headers}\r\nconnection: close\r\n\r\n${body}`;
+
+  it("reads it from the stream's buffer with no pace timer, its bytes counted until released", async () => {
+    const clock = counting();
+    const b = budget(4096);
+    const got = (await serve(post("x".repeat(700)), async (req) => {
+      const received = await readBody(req, rules(clock, b));
+      assert.equal(b.held, 700, "counted while the request waits for a slot");
+      received.release();
+      return received.body.toString();
+    })) as string;
+    assert.equal(got, "x".repeat(700));
+    assert.equal(b.held, 0);
+    assert.equal(clock.armed, 0, "no pace timer for a body already in whole");
+  });
+
+  it("keeps the budget on that path (429 with no room), and reads a chunked body as it comes", async () => {
+    const b = budget(100);
+    const clock = counting();
+    const full = await serve(post("z".repeat(200)), (req) => readBody(req, rules(clock, b)));
+    assert.ok(full instanceof BodyError && full.reason === "body-budget", String(full));
+    assert.equal(b.held, 0);
+    assert.equal(clock.armed, 0);
+    const chunked = (n: number) => `${n.toString(16)}\r\n${"y".repeat(n)}\r\n0\r\n\r\n`;
+    const streamed = await serve(post(chunked(300), "transfer-encoding: chunked"), async (req) => {
+      const received = await readBody(req, rules(clock, budget(4096)));
+      return received.body.length;
+    });
+    assert.equal(streamed, 300);
+    assert.equal(clock.armed, 1, "no length to know it whole by: read as it comes, with the pace check");
   });
 });
 
