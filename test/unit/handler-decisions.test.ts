@@ -171,3 +171,32 @@ describe("the DELETE log line", () => {
     assert.ok(lineSize(lines, "delete denied: still referenced") < 16 * 1024);
   });
 });
+
+describe("the lookups' deadline", () => {
+  /** A finder that answers only when its signal aborts, remembering the signals it was given. */
+  function hanging() {
+    const signals: AbortSignal[] = [];
+    const finder: DependentFinder = {
+      find: (_lookup, _limit, signal) =>
+        new Promise((_resolve, reject) => {
+          signals.push(signal!);
+          signal!.addEventListener("abort", () => reject(signal!.reason as Error), { once: true });
+        }),
+    };
+    return { finder, signals };
+  }
+
+  it("refuses a DELETE whose lookup does not answer in time, saying so; reviews started together share one timer", async () => {
+    const { finder, signals } = hanging();
+    const metrics = createWebhookMetrics(new Registry());
+    const logger = pino({ level: "silent" });
+    const handler = createAdmissionHandler({ registry: () => registry, finder, logger, metrics, lookupTimeoutMs: 20 });
+    const decisions = await Promise.all([handler(deleteVpc(), undefined), handler(deleteVpc(), undefined)]);
+    for (const d of decisions) {
+      assert.equal(d.allowed, false);
+      assert.match(d.allowed ? "" : (d.detail ?? d.message), /no answer within 20 ms/);
+    }
+    assert.equal(signals.length, 2);
+    assert.equal(signals[0], signals[1], "one deadline signal for reviews started in the same window");
+  });
+});

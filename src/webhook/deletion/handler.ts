@@ -2,6 +2,7 @@
 // one deadline) → cluster-wide retries → decide. It never throws: anything unexpected becomes a 500 denial (fail
 // closed). It owns the per-decision log line and its timing; the decision is counted where the answer goes out
 // (countDecision in metrics.ts, called by http/requests.ts).
+import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import { CLUSTER_ANNOTATION, type LogicalClusterName } from "../../api/types.ts";
 import {
@@ -25,7 +26,8 @@ export interface HandlerOptions {
   finder: DependentFinder;
   logger: Logger;
   metrics: WebhookMetrics;
-  /** Deadline for all lookups of one request; below the API server's 10 s webhook timeout so our message wins. */
+  /** Deadline for all lookups of one request (plus up to 100 ms: reviews started together share one); below the API
+   * server's 10 s webhook timeout so our message wins. */
   lookupTimeoutMs?: number;
 }
 
@@ -36,6 +38,7 @@ export type AdmissionHandler = (
 
 export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
   const timeoutMs = opts.lookupTimeoutMs ?? 8_000;
+  const deadline = lookupDeadlines(timeoutMs);
 
   async function runLookup(lookup: Lookup, limit: number, signal: AbortSignal): Promise<LookupResult> {
     const end = opts.metrics.lookupSeconds.startTimer();
@@ -69,7 +72,7 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
     const match = registry ? registry.find(provider, { group: g.group, resource: g.resource }) : "not-synced";
     const plan = planLookups(request, match, named);
     if (plan.kind === "decided") return plan.decision;
-    return decide(plan, await lookAll(plan, runLookup, timeoutMs));
+    return decide(plan, await lookAll(plan, runLookup, deadline()));
   }
 
   return async (request, provider) => {
@@ -91,32 +94,41 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
   };
 }
 
-/** The plan's lookups in parallel, then its cluster-wide retries, all under one deadline of `ms`. */
+/** The plan's lookups in parallel, then its cluster-wide retries, all under one deadline (`signal`). */
 async function lookAll(
   plan: LookupPlan,
   run: (lookup: Lookup, limit: number, signal: AbortSignal) => Promise<LookupResult>,
-  ms: number,
+  signal: AbortSignal,
 ): Promise<LookupResult[]> {
-  const deadline = lookupDeadline(ms);
-  try {
-    const { signal } = deadline;
-    const results = await Promise.all(plan.lookups.map((l) => run(l, plan.limit, signal)));
-    for (const [i, lookup] of clusterWideRetries(plan, results)) results[i] = await run(lookup, plan.limit, signal);
-    return results;
-  } finally {
-    deadline.clear();
-  }
+  const results = await Promise.all(plan.lookups.map((l) => run(l, plan.limit, signal)));
+  for (const [i, lookup] of clusterWideRetries(plan, results)) results[i] = await run(lookup, plan.limit, signal);
+  return results;
 }
 
+/** Reviews starting within this long of each other share one deadline signal (lookupDeadlines). */
+const DEADLINE_WINDOW_MS = 100;
+
 /**
- * A signal that aborts after `ms`, and its timer cleared once the lookups are done. Not AbortSignal.timeout: its timer
- * cannot be cleared, so every review would leave one behind for the whole timeout (thousands of pending timers and
- * signals at a few hundred deletes a second, each firing later for nothing).
+ * The lookups' deadline: a signal shared by the reviews that start within one window of DEADLINE_WINDOW_MS, aborted
+ * `ms` after the window closes, so each review gets between `ms` and `ms` plus the window. One timer per window, not
+ * one per review set and cleared (a tenth of a review's timer work at kcp's pace): at most `ms` / window pending at
+ * once, each firing once. Not AbortSignal.timeout per review: its timer cannot be cleared, so every review would leave
+ * one pending for the whole timeout.
  */
-function lookupDeadline(ms: number): { signal: AbortSignal; clear(): void } {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms);
-  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+function lookupDeadlines(ms: number): () => AbortSignal {
+  let current: AbortSignal | undefined;
+  let closes = 0;
+  return () => {
+    const now = performance.now();
+    if (current && now < closes) return current;
+    const controller = new AbortController();
+    // The lookups of every review in the window may listen at once; each removes its listener when done.
+    setMaxListeners(0, controller.signal);
+    const abort = () => controller.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError"));
+    setTimeout(abort, ms + DEADLINE_WINDOW_MS).unref();
+    closes = now + DEADLINE_WINDOW_MS;
+    return (current = controller.signal);
+  };
 }
 
 function errorMessage(err: unknown): string {
