@@ -54,14 +54,17 @@ export function createOpenRequests(registry?: Registry): OpenRequests {
   };
   return {
     begin(remoteAddress, pool) {
-      const { label, o } = originOf((remoteAddress ?? "unknown").replace(/^::ffff:/, ""));
+      const address = remoteAddress ?? "unknown";
+      const { label, o } = originOf(address.startsWith("::ffff:") ? address.slice(7) : address);
+      // The series keys of this pool, built once (a request moves through up to three stages).
+      const keys = SERIES_KEYS[pool];
       let current: Stage | undefined;
       const move = (next: Stage | undefined): void => {
-        if (current) (o.series.get(`${pool} ${current}`) as { open: number }).open--;
+        if (current) (o.series.get(keys[current]) as { open: number }).open--;
         if (next) {
-          const s = o.series.get(`${pool} ${next}`);
+          const s = o.series.get(keys[next]);
           if (s) s.open++;
-          else o.series.set(`${pool} ${next}`, { pool, stage: next, open: 1 });
+          else o.series.set(keys[next], { pool, stage: next, open: 1 });
         }
         current = next;
       };
@@ -79,7 +82,17 @@ export function createOpenRequests(registry?: Registry): OpenRequests {
   };
 }
 
-/** An origin's open requests, and its series by `<pool> <stage>`. */
+const seriesKeys = (pool: PoolName): Record<Stage, string> => ({
+  receiving: `${pool} receiving`,
+  queued: `${pool} queued`,
+  deciding: `${pool} deciding`,
+});
+const SERIES_KEYS: Record<PoolName, Record<Stage, string>> = {
+  deletes: seriesKeys("deletes"),
+  rules: seriesKeys("rules"),
+};
+
+/** An origin's open requests, and its series by `<pool> <stage>` (SERIES_KEYS). */
 interface Origin {
   refs: number;
   series: Map<string, { pool: PoolName; stage: Stage; open: number }>;
