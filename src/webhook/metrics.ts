@@ -26,7 +26,11 @@ export function ruleEndpointMetrics(registers: Registry[]): RuleEndpointMetrics 
 export interface WebhookMetrics extends RuleEndpointMetrics {
   /** Every HTTP response, by the code it carries (a review's own status code, or the transport's refusal). */
   responses: Counter<"code">;
+  /** Counts one response in `responses` (a plain count, added when the counter is read). */
+  countResponse(code: number): void;
   decisions: Counter<"outcome" | "reason">;
+  /** Counts one decision in `decisions` (likewise); use countDecision. */
+  decisionTally: Tally<"outcome" | "reason">;
   /** Requests refused before any decision, by reason (too-many-reviews, body-too-large, unauthenticated, ...). */
   refusals: Counter<"reason">;
   /** Refusals and warnings by rule (`<logical cluster>/<name>`), so a provider sees which rule blocks how often. */
@@ -52,7 +56,8 @@ export interface WebhookMetrics extends RuleEndpointMetrics {
  * review, where the answer goes out (http/requests.ts), so every decision is counted exactly once whoever made it.
  */
 export function countDecision(metrics: WebhookMetrics, decision: Decision): void {
-  metrics.decisions.inc({ outcome: outcomeOf(decision), reason: decision.reason });
+  const outcome = outcomeOf(decision);
+  metrics.decisionTally.add(`${outcome} ${decision.reason}`, () => ({ outcome, reason: decision.reason }));
   for (const rule of decision.rules ?? [])
     metrics.ruleDecisions.inc({ rule: metrics.ruleLabel(rule), outcome: decision.allowed ? "warned" : "denied" });
 }
@@ -73,9 +78,32 @@ export function createWebhookMetrics(registry: Registry): WebhookMetrics {
   };
 }
 
+/**
+ * Increments of a labelled counter kept as plain counts and added to it when it is read (its `collect`): a review
+ * pays one map update, not prom-client's label validation and hashing. Same series and values at every scrape.
+ */
+export class Tally<L extends string> {
+  private readonly pending = new Map<string, { labels: () => Partial<Record<L, string>>; n: number }>();
+
+  /** Counts one of the series `key` names; `labels` gives its labels, read only when the counter is. */
+  add(key: string, labels: () => Partial<Record<L, string>>): void {
+    const p = this.pending.get(key);
+    if (p) p.n++;
+    else this.pending.set(key, { labels, n: 1 });
+  }
+
+  /** Adds the counts to `counter` (from its collect) and starts over. */
+  flush(counter: Counter<L>): void {
+    for (const { labels, n } of this.pending.values()) counter.inc(labels(), n);
+    this.pending.clear();
+  }
+}
+
 /** What the HTTP layer counts: refusals before any decision, every response by code, certificate reloads, body bytes and connections held. */
 function transportMetrics(registers: Registers) {
+  const responseTally = new Tally<"code">();
   return {
+    countResponse: (code: number) => responseTally.add(String(code), () => ({ code: String(code) })),
     refusals: new Counter({
       name: "dependency_webhook_refusals_total",
       help: "Requests refused before any decision (over a limit, unauthenticated), by reason.",
@@ -87,6 +115,9 @@ function transportMetrics(registers: Registers) {
       help: "HTTP responses by code: 200 allowed, a denial's code (409, 503, ...), or a transport refusal (400, 404, 413, ...).",
       labelNames: ["code"] as const,
       registers,
+      collect() {
+        responseTally.flush(this);
+      },
     }),
     certificateReloads: new Counter({
       name: "dependency_webhook_certificate_reloads_total",
@@ -128,12 +159,17 @@ function ruleMetrics(registers: Registers): Pick<WebhookMetrics, "ruleDecisions"
 
 /** DELETE decisions and the lookups behind them. */
 function decisionMetrics(registers: Registers) {
+  const decisionTally = new Tally<"outcome" | "reason">();
   return {
+    decisionTally,
     decisions: new Counter({
       name: "dependency_webhook_decisions_total",
       help: "DELETE admission decisions by outcome (allowed, denied, errored) and reason.",
       labelNames: ["outcome", "reason"] as const,
       registers,
+      collect() {
+        decisionTally.flush(this);
+      },
     }),
     decisionSeconds: new Histogram({
       name: "dependency_webhook_decision_duration_seconds",

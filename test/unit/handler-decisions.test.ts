@@ -71,6 +71,9 @@ describe("decision counting", () => {
       [{ outcome: "denied", reason: "referenced" }, 1],
       [{ outcome: "errored", reason: "index-unavailable" }, 1],
     ]);
+    countDecision(metrics, deny("referenced", 409, "Conflict", "m"));
+    const again = (await metrics.decisions.get()).values.map((v) => [v.labels, v.value]);
+    assert.deepEqual(again[0], [{ outcome: "denied", reason: "referenced" }, 2], "counts kept across reads");
     const byRule = (await metrics.ruleDecisions.get()).values.map((v) => [v.labels, v.value]);
     assert.deepEqual(byRule, [
       [{ rule: "a/r1", outcome: "denied" }, 1],

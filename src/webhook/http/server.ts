@@ -95,7 +95,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   const limits = limitsOf(opts);
   const clock = opts.clock ?? realClock;
   const capacity = capacityOf(opts, limits, clock, refused);
-  const replies = createReplies((code) => opts.metrics.responses.inc({ code: String(code) }));
+  const replies = createReplies((code) => opts.metrics.countResponse(code));
   const certs = new CertificateReloader({
     files: opts.tls,
     logger: log,
