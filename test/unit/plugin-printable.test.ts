@@ -14,7 +14,8 @@ import { answerOf } from "../../src/plugin/causes.ts";
 import { PluginError } from "../../src/plugin/session.ts";
 import { renderTable } from "../../src/plugin/table.ts";
 import { planTeardown, type PlanObject } from "../../src/plugin/commands/teardown/plan.ts";
-import { planJson, planTable, runReport } from "../../src/plugin/commands/teardown/render.ts";
+import { planJson, planTable } from "../../src/plugin/commands/teardown/render.ts";
+import { reportJson, reportText } from "../../src/plugin/commands/teardown/report.ts";
 import { verdictFor, type VerifyObject, type VerifyReport } from "../../src/plugin/commands/verify/compare.ts";
 import { renderJson, renderText } from "../../src/plugin/commands/verify/render.ts";
 import { whyResult, type WhyTarget } from "../../src/plugin/commands/why/report.ts";
@@ -177,20 +178,23 @@ describe("the plugin's text outputs escape what tenants wrote", () => {
     assertShownEscaped(table);
     assert.ok(table.includes(`fin${SHOWN}`));
     assertJsonEscaped(planJson(plan, ctx), (doc) => (doc as { stuck: { detail: string }[] }).stuck[0]?.detail);
-    const report = runReport(
-      {
-        ok: false,
-        deleted: 0,
-        refusedDeletes: 0,
-        waves: [],
-        elapsedMs: 1000,
-        problem: `n/vpcs/default/a: ${EVIL}`,
-        plan,
-        holds: [{ id: "n/vpcs/default/a", finalizers: [EVIL] }],
-      },
-      ctx,
+    const run = {
+      ok: false,
+      deleted: 0,
+      refusedDeletes: 0,
+      waves: [],
+      elapsedMs: 1000,
+      problem: `n/vpcs/default/a: ${EVIL}`,
+      plan,
+      left: [{ ...stuck, deleting: true, finalizers: [EVIL] }],
+      blockedBy: new Map(),
+      failures: new Map(),
+    };
+    assertShownEscaped(reportText(run, ctx));
+    assertJsonEscaped(
+      reportJson(run, ctx),
+      (doc) => (doc as { left: { finalizers: string[] }[] }).left[0]?.finalizers[0],
     );
-    assertShownEscaped(report);
   });
 
   it("errors: one line on stderr, however many lines the message has", () => {

@@ -9,6 +9,7 @@ import { executeTeardown } from "../../src/plugin/commands/teardown/execute.ts";
 import { objectId } from "../../src/plugin/objects.ts";
 import type { PlanObject } from "../../src/plugin/commands/teardown/plan.ts";
 import { planJson } from "../../src/plugin/commands/teardown/render.ts";
+import { reportJson, reportText, teardownReport } from "../../src/plugin/commands/teardown/report.ts";
 import { survey, type TeardownApi } from "../../src/plugin/commands/teardown/survey.ts";
 import type { Clock } from "../../src/util/clock.ts";
 
@@ -207,8 +208,26 @@ describe("teardown run loop", () => {
     assert.equal(r.ok, false);
     assert.match(r.problem!, /timed out waiting for 2 object\(s\) to go/);
     assert.deepEqual(
-      r.holds.map((h) => h.finalizers),
+      r.left.filter((o) => o.deleting).map((o) => o.finalizers),
       [["backend.test/hold"], ["backend.test/hold"]],
+    );
+    // The report: each VM Terminating with its finalizer named, each Subnet and VPC still referenced by what is left.
+    const rep = teardownReport(r);
+    assert.equal(rep.complete, false);
+    const why = Object.fromEntries(rep.left.map((o) => [o.name, `${o.reason}: ${o.detail}`]));
+    assert.deepEqual(why, {
+      "vm-0": "terminating: Terminating, held by finalizer(s) backend.test/hold",
+      "vm-1": "terminating: Terminating, held by finalizer(s) backend.test/hold",
+      "subnet-0": "blocked: still referenced by VirtualMachine/default/vm-0",
+      "subnet-1": "blocked: still referenced by VirtualMachine/default/vm-1",
+      "vpc-0": "blocked: still referenced by Subnet/default/subnet-0, VirtualMachine/default/vm-0",
+      "vpc-1": "blocked: still referenced by Subnet/default/subnet-1, VirtualMachine/default/vm-1",
+    });
+    const text = reportText(r, { workspace: "root:c", namespace: "default" });
+    assert.match(text, /NOT finished: timed out waiting for 2 object\(s\) to go/);
+    assert.match(
+      text,
+      /VirtualMachine\/default\/vm-0 +terminating +Terminating, held by finalizer\(s\) backend.test\/hold/,
     );
   });
 
@@ -270,7 +289,7 @@ describe("teardown run loop", () => {
     ws.delete = forbidden;
     const r = await executeTeardown(ws, opts(clock));
     assert.equal(r.ok, false);
-    assert.match(r.problem!, /vpcs\/default\/a: delete refused \(403 Forbidden\)/);
+    assert.match(r.failures.get("g/vpcs/default/a")!, /delete refused \(403 Forbidden\)/);
     assert.deepEqual(ws.patches, ["+a", "-a"]);
     assert.equal(ws.objs.get("g/vpcs/default/a")!.o.skipProtection, false);
   });
@@ -301,14 +320,79 @@ describe("teardown run loop", () => {
     assert.ok(at.get("vpc-0")! >= 3_000, "the VPC's delete waited for the Terminating VM to go");
   });
 
-  it("a delete refused for another reason stops with that refusal", async () => {
+  it("a delete refused for another reason is noted, the rest goes on, and the report names the refusal", async () => {
     const clock = new SteppingClock();
     const ws = new FakeWorkspace(clock);
     ws.add("vpcs", "locked");
-    ws.delete = forbidden;
+    chain(ws, 1);
+    const del = ws.delete.bind(ws);
+    let tries = 0;
+    ws.delete = (o) => (o.name === "locked" ? (tries++, forbidden()) : del(o));
     const r = await executeTeardown(ws, opts(clock));
     assert.equal(r.ok, false);
-    assert.match(r.problem!, /locked: delete refused \(403 Forbidden\): no/);
+    assert.equal(r.deleted, 3, "the chain went despite the refusal");
+    assert.equal(tries, 2, "once in order, once more in the final wave");
+    assert.deepEqual(
+      r.left.map((o) => o.name),
+      ["locked"],
+    );
+    const json = JSON.parse(reportJson(r, { workspace: "root:c", namespace: "default" })) as {
+      kind: string;
+      complete: boolean;
+      problem: string;
+      left: { id: string; reason: string; detail: string }[];
+    };
+    assert.equal(json.kind, "TeardownReport");
+    assert.equal(json.complete, false);
+    assert.match(json.problem, /1 object\(s\) cannot be deleted/);
+    assert.deepEqual(json.left, [
+      {
+        id: "g/vpcs/default/locked",
+        kind: "VPC",
+        namespace: "default",
+        name: "locked",
+        reason: "failed",
+        detail: "delete refused (403 Forbidden): no",
+        finalizers: [],
+        blockedBy: [],
+      },
+    ]);
+  });
+
+  it("unknown order goes last, in one final wave: an object without an answer and a named cycle, after the chain", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock, 0);
+    chain(ws, 1);
+    namedCycle(ws);
+    ws.add("vpcs", "mute");
+    const dry = ws.dryRun.bind(ws);
+    // No answer for "mute" until the ordered part is done: its order stays unknown.
+    ws.dryRun = (o) =>
+      o.name === "mute" && ws.objs.has("g/vpcs/default/vpc-0") ? Promise.reject(new Error("no answer")) : dry(o);
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, true, r.problem);
+    const ordered = ["g/vms/default/vm-0", "g/subnets/default/subnet-0", "g/vpcs/default/vpc-0"];
+    assert.deepEqual(ws.deletes.slice(0, 3), ordered, "the known order first");
+    assert.deepEqual(ws.deletes.slice(3), ["g/vpcs/default/mute", "g/vpcs/default/a", "g/subnets/default/b"]);
+    assert.deepEqual(ws.patches, ["+a"], "only the named cycle member skips protection");
+  });
+
+  it("the report of a cycle: both members named with the cycle, and the skip-protection that breaks it", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    ws.add("vpcs", "a", ["subnets/b"]);
+    ws.add("subnets", "b", ["vpcs/a"]);
+    const r = await executeTeardown(ws, opts(clock));
+    const rep = teardownReport(r);
+    assert.deepEqual(
+      rep.left.map((o) => [o.name, o.reason]),
+      [
+        ["b", "cycle"],
+        ["a", "cycle"],
+      ],
+    );
+    assert.deepEqual(rep.cycles, [["g/subnets/default/b", "g/vpcs/default/a"]]);
+    assert.match(reportText(r, { workspace: "root:c" }), /--skip-protection subnets\.g\/default\/b/);
   });
 
   it("--plan -o json: three waves in order, edges, finalizer holds", async () => {

@@ -24,7 +24,7 @@ const YES: CommandFlag = {
   boolean: true,
   help: "take the whole workspace down (--workspace without -n) without asking",
 };
-const OUTPUT = outputFlag(["table", "json"], "with --plan: table or json (its schema is in docs/operations.md)");
+const OUTPUT = outputFlag(["table", "json"], "the plan (--plan) or the final report: table or json");
 const TIMEOUT: CommandFlag = {
   name: "timeout",
   type: "duration",
@@ -53,8 +53,6 @@ function parse(given: GivenArgs, connection: Connection): TeardownCommand {
   if (!namespace && !connection.workspace)
     throw new UsageError("say what to take down: -n <namespace>, or --workspace <path> for the whole workspace");
   const plan = read.switch(given, PLAN);
-  if (given.values.has(OUTPUT.name) && !plan)
-    throw new UsageError("-o is for --plan: a run reports as text (progress on stderr, the report on stdout)");
   const format = read.format<PlanFormat>(given, OUTPUT);
   const concurrency = read.count(given, CONCURRENCY);
   return {
@@ -91,7 +89,7 @@ async function confirmed(cmd: TeardownCommand, ctx: RunContext): Promise<Command
 
 export const teardown: PluginCommand<TeardownCommand> = {
   name: "teardown",
-  usage: "teardown (-n <namespace> | --workspace <path> [--yes]) [--plan [-o table|json]]",
+  usage: "teardown (-n <namespace> | --workspace <path> [--yes]) [--plan] [-o table|json]",
   brief: "teardown -n <ns> | --workspace <path>",
   summary: "delete everything there in dependency order (--plan: only show it)",
   prose: `Deletes every object of the workspace's bound types (APIBindings) in one namespace (-n), or in the whole workspace
@@ -99,22 +97,28 @@ export const teardown: PluginCommand<TeardownCommand> = {
 The order comes from kcp itself: a server-side dry-run DELETE of each object, and the blockers the webhook names
 in its refusal (status.details.causes), so no access to the rules is needed. The run is pipelined, not wave by
 wave: an object is dry-run and, if that dry run allows it, deleted at once; one that is refused waits until every
-blocker its refusal named is gone (finalizers included), then is asked again. When nothing can move, everything left
-is asked again once, and what still cannot go is reported with the reason. Only objects a dry run just allowed are
-deleted; protection is never skipped unless you name the object with --skip-protection, and a named object is
-ordered like the rest: only when nothing else can move (a cycle through it) is it annotated and deleted, both with
-its uid as precondition; if that delete fails, the annotation is taken off again.
+blocker its refusal named is gone: absent, not merely Terminating (an object whose finalizers still hold it blocks
+what it names until it is gone, and the run waits for it up to --timeout). A delete refused for another reason is
+noted and the rest goes on. What has no known order goes last, in one final wave: when nothing else can move,
+everything left is asked again at once (a dry run that had no answer, a refused delete), then the objects you named
+with --skip-protection are annotated and deleted, both with their uid as precondition (a new object of the same
+name is never touched); if that delete fails, the annotation is taken off again. A named object is otherwise ordered
+like the rest: only a cycle through it makes the plugin skip its protection. Only objects a dry run just allowed are
+deleted. The run ends with a report of what is left and why: finalizers by name, the blockers that still reference
+an object, refusals, cycles (-o json: the same as JSON).
 
 A whole-workspace run (--workspace without -n) asks for confirmation on the terminal, or takes --yes; without a
 terminal and without --yes it deletes nothing and says why (exit code 2).
 
 With --plan nothing is deleted: the waves, what blocks what, cycles, objects held by finalizers.
 
-Exit code: 0 done (or, with --plan, every object has a wave); 1 it cannot finish (a cycle, a blocker outside the
-teardown, a delete refused for another reason, a finalizer that does not clear before --timeout); 2 no answer.`,
+Exit code: 0 done (or, with --plan, every object has a wave); 1 something is left (a cycle, a blocker outside the
+teardown, a delete refused for another reason, a finalizer that does not clear before --timeout); 2 no answer, or
+a whole-workspace run not confirmed.`,
   examples: [
     "kubectl dependencies teardown -n default --plan",
     "kubectl dependencies teardown -n default --timeout 5m",
+    "kubectl dependencies teardown -n default -o json",
     "kubectl dependencies teardown --workspace root:consumer1 --plan -o json",
     "kubectl dependencies teardown --workspace root:consumer1 --yes",
   ],

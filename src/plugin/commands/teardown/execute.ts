@@ -1,8 +1,12 @@
 // The teardown run loop, pipelined: an object goes as soon as everything known to block it is gone, not when a whole
-// wave is. One list per type a round shows what is gone; the first dry run of each object (right before its delete)
-// names its blockers, and an object is dry-run again only once those blockers have all gone, to catch a dependent
-// that appeared meanwhile. Only objects a dry run just allowed are deleted, so the webhook refuses a delete only when
-// something raced in. When nothing can move, everything left is dry-run afresh once and planned to say why.
+// wave is. One list per type a round shows what is gone, and "gone" means absent: an object being deleted
+// (deletionTimestamp set, finalizers pending) is still present and still blocks what it names. The first dry run of
+// each object (right before its delete) names its blockers, and an object is dry-run again only once those blockers
+// have all gone, to catch a dependent that appeared meanwhile. Only objects a dry run just allowed are deleted, so the
+// webhook refuses a delete only when something raced in. A delete refused for another reason is recorded and the rest
+// goes on (liveness before ordering). What has no known order (no answer, another refusal, a cycle) goes last: when
+// nothing else can move, everything left is asked afresh at once, then the objects named for skip-protection are
+// annotated and deleted; what still stands is planned to say why, and the run's report lists it.
 import type { Clock } from "../../../util/clock.ts";
 import { planTeardown, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
 import { mapLimit } from "../../../util/concurrency.ts";
@@ -20,11 +24,6 @@ export interface ExecuteOptions {
   progress: (line: string) => void;
 }
 
-export interface Hold {
-  id: string;
-  finalizers: string[];
-}
-
 export interface ExecuteReport {
   ok: boolean;
   /** Deletes kcp accepted. */
@@ -38,8 +37,12 @@ export interface ExecuteReport {
   problem?: string;
   /** The last plan, when it stopped on objects nothing reaches. */
   plan?: Plan;
-  /** Objects still there when the time ran out, with the finalizers that hold them. */
-  holds: Hold[];
+  /** The objects still there at the end, as last listed (empty when ok). */
+  left: PlanObject[];
+  /** Per object left: the blockers its last dry run named that are still there. */
+  blockedBy: Map<string, string[]>;
+  /** Per object left: a delete refused for another reason than a blocker (RBAC, another webhook), as text. */
+  failures: Map<string, string>;
 }
 
 /** What the run knows between rounds: each object's blockers as its last dry run named them, and other refusals. */
@@ -53,7 +56,21 @@ class Known {
     if (found.outside.length > 0) this.obstacles.set(o.id, { outside: found.outside });
     else if (a.refusal.blockers.length === 0) this.obstacles.set(o.id, { refused: refusalText(a.status, a.refusal) });
   }
-  /** Not deleting, no standing obstacle, and every blocker its last dry run named is gone. */
+  /** A real delete refused naming no blocker: the object waits for the final wave, the refusal for the report. */
+  fail(o: PlanObject, text: string, r: ExecuteReport) {
+    this.obstacles.set(o.id, { refused: text });
+    r.failures.set(o.id, text);
+  }
+  /** The blockers each object's last dry run named that `present` still holds. */
+  standing(objects: readonly PlanObject[], present: ReadonlySet<string>): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const o of objects) {
+      const by = (this.blockers.get(o.id) ?? []).map((e) => e.from).filter((id) => present.has(id));
+      if (by.length > 0) out.set(o.id, [...new Set(by)].sort());
+    }
+    return out;
+  }
+  /** Not deleting, no standing obstacle, and every blocker its last dry run named is gone (absent, not Terminating). */
   ready(o: PlanObject, present: ReadonlySet<string>): boolean {
     if (o.deleting || this.obstacles.has(o.id)) return false;
     return (this.blockers.get(o.id) ?? []).every((e) => !present.has(e.from));
@@ -65,7 +82,6 @@ class Known {
 
 interface Round {
   accepted: string[];
-  problem?: string;
 }
 
 /** Dry-runs then deletes each ready object, `concurrency` at a time (objects named for skip-protection too). */
@@ -95,7 +111,7 @@ async function deleteReady(
       if (a.refusal.blockers.length > 0) {
         r.refusedDeletes++;
         k.learn(x, a, byKind);
-      } else round.problem ??= `${x.id}: ${refusalText(a.status, a.refusal)}`;
+      } else k.fail(x, refusalText(a.status, a.refusal), r);
     }
   };
   await mapLimit(ready, o.concurrency, one);
@@ -107,7 +123,13 @@ async function deleteReady(
  * deleted (both uid-preconditioned); a delete that then fails takes the annotation off again, so protection is
  * skipped only for an object that goes.
  */
-async function deleteNamed(api: TeardownApi, objects: readonly PlanObject[], o: ExecuteOptions, r: ExecuteReport) {
+async function deleteNamed(
+  api: TeardownApi,
+  objects: readonly PlanObject[],
+  k: Known,
+  o: ExecuteOptions,
+  r: ExecuteReport,
+) {
   const round: Round = { accepted: [] };
   const one = async (x: PlanObject): Promise<void> => {
     if ((await api.annotate(x, true)) === "replaced") return;
@@ -120,7 +142,7 @@ async function deleteNamed(api: TeardownApi, objects: readonly PlanObject[], o: 
     if (a.outcome === "allowed") {
       r.deleted++;
       round.accepted.push(x.id);
-    } else if (a.outcome === "refused") round.problem ??= `${x.id}: ${refusalText(a.status, a.refusal)}`;
+    } else if (a.outcome === "refused") k.fail(x, refusalText(a.status, a.refusal), r);
   };
   await mapLimit(
     objects.filter((x) => x.named && !x.deleting && !x.skipProtection),
@@ -139,48 +161,60 @@ function progressLine(r: ExecuteReport, o: ExecuteOptions, start: number, left: 
 export async function executeTeardown(api: TeardownApi, o: ExecuteOptions): Promise<ExecuteReport> {
   const start = o.clock.now();
   const deadline = start + o.timeoutMs;
-  const r: ExecuteReport = { ok: false, deleted: 0, refusedDeletes: 0, waves: [], elapsedMs: 0, holds: [] };
-  const done = (problem?: string): ExecuteReport => {
+  const r: ExecuteReport = {
+    ok: false,
+    deleted: 0,
+    refusedDeletes: 0,
+    waves: [],
+    elapsedMs: 0,
+    left: [],
+    blockedBy: new Map(),
+    failures: new Map(),
+  };
+  let k = new Known();
+  /** The end: what is left, what still blocks each, and the failures of those still there. */
+  const done = (objects: readonly PlanObject[], problem?: string): ExecuteReport => {
     r.elapsedMs = o.clock.now() - start;
-    r.ok = problem === undefined;
+    r.ok = objects.length === 0;
+    r.left = [...objects];
+    r.blockedBy = k.standing(objects, new Set(objects.map((x) => x.id)));
+    const left = new Set(objects.map((x) => x.id));
+    for (const id of r.failures.keys()) if (!left.has(id)) r.failures.delete(id);
     if (problem !== undefined) r.problem = problem;
     return r;
   };
-  let k = new Known();
   let lastSaid = -Infinity;
   let rechecked = false;
   for (;;) {
     const objects = await api.list();
-    if (objects.length === 0) return done();
+    if (objects.length === 0) return done(objects);
     const deleting = objects.filter((x) => x.deleting);
     if (o.clock.now() - lastSaid >= 5_000) {
       lastSaid = o.clock.now();
       o.progress(progressLine(r, o, start, objects.length, deleting.length));
     }
     if (o.clock.now() >= deadline) {
-      r.holds = deleting.map((x) => ({ id: x.id, finalizers: x.finalizers }));
-      if (deleting.length > 0) return done(`timed out waiting for ${deleting.length} object(s) to go`);
-      return done(`timed out with ${objects.length} object(s) left`);
+      if (deleting.length > 0) return done(objects, `timed out waiting for ${deleting.length} object(s) to go`);
+      return done(objects, `timed out with ${objects.length} object(s) left`);
     }
     const round = await deleteReady(api, objects, k, o, r);
     if (round.accepted.length > 0) r.waves.push(round.accepted.sort());
-    if (round.problem !== undefined) return done(round.problem);
     if (round.accepted.length > 0 || deleting.length > 0) rechecked = false;
     else if (!rechecked) {
-      // Nothing moves: forget what the dry runs said and ask about everything left once more, as a fresh plan would.
+      // Nothing moves: the final wave. Forget what the dry runs said and ask about everything left at once, whatever
+      // its order (a dry run that had no answer, a delete refused for another reason get their second try here).
       rechecked = true;
       k = new Known();
       continue;
     } else {
-      const last = await deleteNamed(api, objects, o, r);
-      if (last.accepted.length > 0) r.waves.push(last.accepted.sort());
-      if (last.problem !== undefined) return done(last.problem);
+      const last = await deleteNamed(api, objects, k, o, r);
       if (last.accepted.length > 0) {
+        r.waves.push(last.accepted.sort());
         rechecked = false;
         continue;
       }
       r.plan = k.plan(objects);
-      return done(`${r.plan.stuck.length} object(s) cannot be deleted in any order`);
+      return done(objects, `${objects.length} object(s) cannot be deleted`);
     }
     // Deletes just accepted without finalizers are gone already: list again at once; else wait for what holds.
     if (round.accepted.length === 0)

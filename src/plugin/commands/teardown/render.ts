@@ -1,11 +1,10 @@
-// A teardown plan as a table for people and as JSON for UIs and automation (the schema is in docs/operations.md),
-// and the report of a run that could not finish. Pure. Names, finalizers and refusal messages are other tenants' text:
+// A teardown plan as a table for people and as JSON for UIs and automation (the schema is in docs/operations.md);
+// the report of a run is in report.ts. Pure. Names, finalizers and refusal messages are other tenants' text:
 // tables make each cell printable, the other lines that quote them call printable(), and the JSON escapes what
 // JSON.stringify does not.
 import { SKIP_PROTECTION_ANNOTATION } from "../../../api/types.ts";
 import { printable, printableJson } from "../../../util/printable.ts";
 import { renderTable } from "../../table.ts";
-import type { ExecuteReport } from "./execute.ts";
 import { push, type Plan, type PlanObject } from "./plan.ts";
 
 export const PLAN_API_VERSION = "dependencies.opendefense.cloud/v1alpha1";
@@ -73,7 +72,8 @@ export function planJson(plan: Plan, ctx: PlanContext): string {
   return printableJson(doc) + "\n";
 }
 
-const where = (ctx: PlanContext): string =>
+/** `root:consumer1, namespace default`, printable. */
+export const where = (ctx: PlanContext): string =>
   printable(`${ctx.workspace}${ctx.namespace ? `, namespace ${ctx.namespace}` : ""}`);
 
 /** What cannot be deleted in any order, and what to do about it. */
@@ -83,6 +83,13 @@ export function stuckText(plan: Plan): string {
   const lines = [`${plan.stuck.length} object(s) cannot be deleted in any order:`, ""];
   const rows = plan.stuck.map((s) => [name(s.id), s.reason, s.detail.replace(/[^ ,→]+\/[^ ,→]*\/[^ ,→]+/g, name)]);
   lines.push(renderTable(["object", "reason", "detail"], rows).trimEnd());
+  return lines.join("\n") + "\n" + cycleHints(plan);
+}
+
+/** Each cycle, and the --skip-protection that breaks it. */
+export function cycleHints(plan: Plan): string {
+  const name = lookup(plan);
+  const lines: string[] = [];
   for (const c of plan.cycles)
     lines.push(
       "",
@@ -90,7 +97,7 @@ export function stuckText(plan: Plan): string {
       `  break it by allowing skip-protection on one of them, e.g.: --skip-protection ${printable(skipSpec(plan, c[0]!))}`,
       `  (the plugin then sets ${SKIP_PROTECTION_ANNOTATION}=true on that object before deleting it)`,
     );
-  return lines.join("\n") + "\n";
+  return lines.length > 0 ? lines.join("\n") + "\n" : "";
 }
 
 function skipSpec(plan: Plan, id: string): string {
@@ -122,19 +129,4 @@ export function planTable(plan: Plan, ctx: PlanContext): string {
       ? `\n${plan.finalizerHolds.length} object(s) have finalizers: their delete is accepted, they go once a controller clears them\n`
       : "";
   return `${head}\n\n${table}${holds}${stuck ? `\n${stuck}` : ""}`;
-}
-
-/** The end of a run: what was done, and when it could not finish, why and what still stands. */
-export function runReport(r: ExecuteReport, ctx: PlanContext): string {
-  const secs = (r.elapsedMs / 1000).toFixed(1);
-  const counts = `${r.deleted} object(s) deleted in ${r.waves.length} round(s), ${r.refusedDeletes} delete(s) refused, ${secs}s`;
-  if (r.ok) return `teardown of ${where(ctx)} done: ${counts}\n`;
-  const lines = [`teardown of ${where(ctx)} NOT finished: ${printable(r.problem ?? "unknown")}`, counts];
-  if (r.holds.length > 0) {
-    lines.push("", "still there, and what holds each:", "");
-    const rows = r.holds.map((h) => [h.id, h.finalizers.join(",") || "(no finalizers: deletion still in progress)"]);
-    lines.push(renderTable(["object", "finalizers"], rows).trimEnd());
-  }
-  if (r.plan) lines.push("", stuckText(r.plan).trimEnd());
-  return lines.join("\n") + "\n";
 }

@@ -1,10 +1,12 @@
 // teardown's run: open the user's session, find the bound types, then either print the plan
-// (--plan) or run it. Exit code 0: planned / done; 1: the plan cannot be completed, or the run could not finish.
+// (--plan) or run it and print its report. Exit code 0: planned / done; 1: the plan cannot be completed, or the run
+// left something (the report names it).
 import { realClock, type Clock } from "../../../util/clock.ts";
 import type { CommandResult } from "../../contract.ts";
 import { withSession, type Connection } from "../../session.ts";
 import { executeTeardown } from "./execute.ts";
-import { planJson, planTable, runReport, type PlanContext } from "./render.ts";
+import { planJson, planTable, type PlanContext } from "./render.ts";
+import { reportJson, reportText } from "./report.ts";
 import { boundTypes, kcpTeardownApi, namedIds, type Scope } from "./kcp-api.ts";
 import { survey } from "./survey.ts";
 
@@ -50,6 +52,8 @@ export async function runTeardown(
       clock,
       progress,
     });
-    return { exitCode: report.ok ? 0 : 1, text: runReport(report, ctx) };
+    // Non-zero whenever anything is left; the report says what and why.
+    const text = cmd.format === "json" ? reportJson(report, ctx) : reportText(report, ctx);
+    return { exitCode: report.ok ? 0 : 1, text };
   });
 }
