@@ -3,14 +3,22 @@
 // the plan lists three waves in that order; the run empties the namespace with no refused delete and no ordering
 // violation (judged by kcp's resourceVersions from watches) while the test plays a backend that holds each VM with a
 // finalizer for a moment; a cycle (a second rule, VPCs naming a subnet at .spec.cidr) is reported with exit 1.
+// The consumer's own ServiceAccount token (never kcp-admin) then: a VM whose finalizer the test holds keeps its VPC
+// while it is Terminating (runs bounded short report it, text and JSON, naming the finalizer; the run that waits deletes
+// the VPC only after the VM is gone, by kcp's resourceVersions); a whole-workspace run without --yes deletes nothing;
+// and a skip-protection PATCH (and DELETE) with a stale uid fails and touches nothing.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import path from "node:path";
 import { describe, it } from "node:test";
+import { SKIP_PROTECTION_ANNOTATION } from "../../src/api/types.ts";
 import type { RestClient } from "../../src/kcp/rest.ts";
+import { boundTypes, kcpTeardownApi } from "../../src/plugin/commands/teardown/kcp-api.ts";
+import { withSession } from "../../src/plugin/session.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
+import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import { PATHS } from "../../tools/kcp/topology.ts";
 import { SUBNETS, VMS, VPCS, at, create, e2eSuite, tryDelete, vm, vpc } from "./helpers.ts";
 
@@ -26,7 +34,11 @@ interface Run {
 }
 
 function plugin(...args: string[]): Promise<Run> {
-  const argv = [PLUGIN, ...args, `--kubeconfig=${e2e.kcp.adminKubeconfig}`, "--context=base"];
+  return pluginWith([`--kubeconfig=${e2e.kcp.adminKubeconfig}`, "--context=base"], ...args);
+}
+
+function pluginWith(connection: string[], ...args: string[]): Promise<Run> {
+  const argv = [PLUGIN, ...args, ...connection];
   return new Promise((resolve) => {
     execFile(process.execPath, argv, { timeout: 240_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr });
@@ -199,7 +211,7 @@ describe("kubectl dependencies teardown on real kcp", () => {
 
     const r = await plugin("teardown", "-n", ns, "--timeout=1m", `--workspace=${PATHS.consumer1}`);
     assert.equal(r.code, 1, r.stdout + r.stderr);
-    assert.match(r.stdout, /NOT finished: 2 object\(s\) cannot be deleted in any order/);
+    assert.match(r.stdout, /NOT finished: 2 object\(s\) cannot be deleted/);
     assert.match(
       r.stdout,
       /cycle: (Subnet\/teardown-cycle\/sub-c → VPC\/teardown-cycle\/vpc-c|VPC\/teardown-cycle\/vpc-c → Subnet\/teardown-cycle\/sub-c)/,
@@ -207,5 +219,144 @@ describe("kubectl dependencies teardown on real kcp", () => {
     assert.match(r.stdout, /--skip-protection /);
     assert.equal((await ws.listAll(at(VPCS, ns))).items.length, 1);
     assert.equal((await ws.listAll(at(SUBNETS, ns))).items.length, 1);
+  });
+});
+
+/** The plugin as a process whose stderr the test reads while it runs (progress lines). */
+function pluginLive(connection: string[], ...args: string[]): { stderr: () => string; done: Promise<Run> } {
+  const child = spawn(process.execPath, [PLUGIN, ...args, ...connection], { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<Run>((resolve) =>
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr })),
+  );
+  return { stderr: () => stderr, done };
+}
+
+const escaped = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+
+describe("teardown as the consumer, with its own ServiceAccount token", () => {
+  let owner: { tenant: Tenant; kubeconfig: string } | undefined;
+  async function consumer(): Promise<{ ws: RestClient; connection: string[] }> {
+    if (!owner) {
+      const t = await tenant(e2e.kcp, PATHS.consumer1, { name: "teardown-owner" });
+      owner = { tenant: t, kubeconfig: e2e.kcp.kubeconfigFor(t.token, PATHS.consumer1, "teardown-owner.kubeconfig") };
+    }
+    return { ws: owner.tenant.client, connection: [`--kubeconfig=${owner.kubeconfig}`] };
+  }
+
+  it("a VM held Terminating keeps its VPC: short runs report its finalizer (text and -o json); the run that waits deletes the VPC only once the VM is gone", async () => {
+    const ns = "teardown-held";
+    const { ws, connection } = await consumer();
+    await create(ws, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    const held = vm("vm-h", { vpc: "vpc-h" }, ns);
+    held.metadata.finalizers = [FINALIZER];
+    await create(ws, vpc("vpc-h", ns), held);
+    const vpcPath = `${at(VPCS, ns)}/vpc-h`;
+    await waitBlocked(ws, vpcPath, "VirtualMachine/vm-h");
+    const seen = new Map<string, Seen>();
+    const stop = new AbortController();
+    await Promise.all([
+      observe(ws, at(VMS, ns), "VirtualMachine", seen, stop.signal),
+      observe(ws, at(VPCS, ns), "VPC", seen, stop.signal),
+    ]);
+    try {
+      // Bounded short: the VM's delete is accepted, its finalizer holds it, the VPC stays; the report says so.
+      const text = await pluginWith(connection, "teardown", "-n", ns, "--timeout=5s");
+      assert.equal(text.code, 1, text.stdout + text.stderr);
+      assert.match(text.stdout, /NOT finished: timed out waiting for 1 object\(s\) to go/);
+      const vmRow = `VirtualMachine/${ns}/vm-h +terminating +Terminating, held by finalizer\\(s\\) ${escaped(FINALIZER)}`;
+      assert.match(text.stdout, new RegExp(vmRow));
+      assert.match(text.stdout, new RegExp(`VPC/${ns}/vpc-h +blocked +still referenced by VirtualMachine/${ns}/vm-h`));
+      const json = await pluginWith(connection, "teardown", "-n", ns, "--timeout=5s", "-o", "json");
+      assert.equal(json.code, 1, json.stdout + json.stderr);
+      const report = JSON.parse(json.stdout) as {
+        kind: string;
+        complete: boolean;
+        left: { name: string; reason: string; finalizers: string[]; blockedBy: string[] }[];
+      };
+      assert.equal(report.kind, "TeardownReport");
+      assert.equal(report.complete, false);
+      assert.deepEqual(
+        report.left.map((o) => [o.name, o.reason, o.finalizers, o.blockedBy]),
+        [
+          ["vm-h", "terminating", [FINALIZER], []],
+          ["vpc-h", "blocked", [], [`compute.test.io/virtualmachines/${ns}/vm-h`]],
+        ],
+      );
+      assert.ok(await ws.getOptional(vpcPath), "the VPC is still there");
+
+      // The run that waits: it reports the VM still deleting twice (progress at most every 5 s), the VPC untouched;
+      // only then does the test, as the VM's backend, clear the finalizer.
+      const run = pluginLive(connection, "teardown", "-n", ns, "--timeout=3m");
+      await waitFor(
+        "the run to report the Terminating VM twice",
+        () => Promise.resolve((run.stderr().match(/2 object\(s\) left, 1 deleting/g) ?? []).length >= 2 || undefined),
+        { timeoutMs: 120_000, intervalMs: 200 },
+      );
+      assert.ok(await ws.getOptional(vpcPath), "the VPC waited while the VM was Terminating");
+      await ws.request("PATCH", `${at(VMS, ns)}/vm-h`, {
+        body: { metadata: { finalizers: null } },
+        contentType: "application/merge-patch+json",
+      });
+      const r = await run.done;
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.match(r.stdout, /done: 1 object\(s\) deleted/);
+    } finally {
+      stop.abort();
+    }
+    const vmSeen = seen.get("VirtualMachine/vm-h");
+    const vpcSeen = seen.get("VPC/vpc-h");
+    assert.ok(vmSeen?.deleting !== undefined && vmSeen.gone !== undefined, "the VM was deleted and went");
+    assert.ok(vpcSeen?.deleting !== undefined, "the VPC was deleted");
+    // 0 ordering violations by kcp's own order of events: the VPC began to go only after the VM was gone.
+    assert.ok(vpcSeen.deleting > vmSeen.gone, `VPC deleted at rv ${vpcSeen.deleting}, VM gone at rv ${vmSeen.gone}`);
+    assert.ok(vmSeen.deleting < vmSeen.gone, "the VM was Terminating (held) before it went");
+  });
+
+  it("--workspace without -n and without --yes deletes nothing and says why (exit 2)", async () => {
+    const ns = "teardown-all";
+    const { ws, connection } = await consumer();
+    await create(ws, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }, vpc("vpc-w", ns));
+    const before = await ws.getOptional<{ metadata: { uid: string } }>(`${at(VPCS, ns)}/vpc-w`);
+    const r = await pluginWith(connection, "teardown", `--workspace=${PATHS.consumer1}`);
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    assert.equal(r.stdout, "");
+    assert.match(r.stderr, /nothing deleted: --workspace without -n takes down every object .* confirm with --yes/);
+    const after = await ws.getOptional<{ metadata: { uid: string; deletionTimestamp?: string } }>(
+      `${at(VPCS, ns)}/vpc-w`,
+    );
+    assert.equal(after?.metadata.uid, before?.metadata.uid);
+    assert.equal(after?.metadata.deletionTimestamp, undefined);
+  });
+
+  it("a skip-protection PATCH and a DELETE with a stale uid fail and touch nothing", async () => {
+    const ns = "teardown-stale";
+    const { ws } = await consumer();
+    const path = `${at(VPCS, ns)}/vpc-s`;
+    type Meta = { metadata: { uid: string; annotations?: Record<string, string>; deletionTimestamp?: string } };
+    await create(ws, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }, vpc("vpc-s", ns));
+    await withSession({ kubeconfig: owner!.kubeconfig }, async (s) => {
+      const api = kcpTeardownApi(s, { namespace: ns }, await boundTypes(s), new Set());
+      const listed = (await api.list()).find((o) => o.name === "vpc-s");
+      assert.ok(listed?.uid, "the teardown listed vpc-s with its uid");
+      // Someone replaces it between the list and the writes: same name, another uid.
+      await ws.request("DELETE", path);
+      await waitFor("vpc-s to go", async () => (await ws.getOptional(path)) === undefined || undefined, {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      });
+      await create(ws, vpc("vpc-s", ns));
+      const now = await ws.getOptional<Meta>(path);
+      assert.ok(now && now.metadata.uid !== listed.uid);
+      assert.equal(await api.annotate(listed, true), "replaced");
+      assert.notEqual((await api.delete(listed)).outcome, "allowed");
+      const after = await ws.getOptional<Meta>(path);
+      assert.equal(after?.metadata.uid, now.metadata.uid, "the new object is still there");
+      assert.equal(after.metadata.annotations?.[SKIP_PROTECTION_ANNOTATION], undefined);
+      assert.equal(after.metadata.deletionTimestamp, undefined);
+    });
   });
 });
