@@ -280,6 +280,7 @@ describe("teardown run loop", () => {
     assert.deepEqual(ws.deletes, []);
     assert.deepEqual(ws.patches, []);
     assert.equal(ws.objs.size, 2);
+    assert.match(teardownReport(r).left.find((o) => o.name === "a")!.detail, /not annotated: gone or replaced/);
   });
 
   it("the delete of an annotated object fails: the annotation is taken off again", async () => {

@@ -209,7 +209,12 @@ describe("teardown against a kcp stand-in", () => {
     assert.equal(patches.length > 0, true);
     assert.ok(!requests.includes(`DELETE ${VPCS}/vpc-c`), "the replaced object was not deleted");
     assert.ok(objects.has(`${VPCS}/vpc-c`) && objects.has(`${VMS}/vm-c`));
-    assert.match(r.out, /cannot be deleted in any order/);
+    assert.match(r.out, /NOT finished: 2 object\(s\) cannot be deleted/);
+    assert.match(r.out, /VPC\/team-a\/vpc-c +failed +not annotated: gone or replaced .*its uid changed/);
+    assert.match(
+      r.out,
+      /VirtualMachine\/team-a\/vm-c +cycle +on a cycle: VirtualMachine\/team-a\/vm-c → VPC\/team-a\/vpc-c/,
+    );
   });
 
   const whole = async (ask: ((q: string) => Promise<string>) | undefined, ...args: string[]) => {

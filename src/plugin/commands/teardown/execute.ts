@@ -132,7 +132,8 @@ async function deleteNamed(
 ) {
   const round: Round = { accepted: [] };
   const one = async (x: PlanObject): Promise<void> => {
-    if ((await api.annotate(x, true)) === "replaced") return;
+    if ((await api.annotate(x, true)) === "replaced")
+      return k.fail(x, "not annotated: gone or replaced by another object of the same name (its uid changed)", r);
     let a: DeleteAnswer | undefined;
     try {
       a = await api.delete(x);
@@ -158,30 +159,36 @@ function progressLine(r: ExecuteReport, o: ExecuteOptions, start: number, left: 
   return `round ${r.waves.length + 1}: ${left} object(s) left, ${deleting} deleting, ${r.deleted} deleted (${rate}/s), ${secs.toFixed(1)}s elapsed`;
 }
 
+/** The end of a run: what is left, what still blocks each, and the failures of those still there. */
+function finish(r: ExecuteReport, k: Known, objects: readonly PlanObject[], problem?: string): ExecuteReport {
+  const left = new Set(objects.map((x) => x.id));
+  r.ok = objects.length === 0;
+  r.left = [...objects];
+  r.blockedBy = k.standing(objects, left);
+  for (const id of r.failures.keys()) if (!left.has(id)) r.failures.delete(id);
+  if (problem !== undefined) r.problem = problem;
+  return r;
+}
+
+const emptyReport = (): ExecuteReport => ({
+  ok: false,
+  deleted: 0,
+  refusedDeletes: 0,
+  waves: [],
+  elapsedMs: 0,
+  left: [],
+  blockedBy: new Map(),
+  failures: new Map(),
+});
+
 export async function executeTeardown(api: TeardownApi, o: ExecuteOptions): Promise<ExecuteReport> {
   const start = o.clock.now();
   const deadline = start + o.timeoutMs;
-  const r: ExecuteReport = {
-    ok: false,
-    deleted: 0,
-    refusedDeletes: 0,
-    waves: [],
-    elapsedMs: 0,
-    left: [],
-    blockedBy: new Map(),
-    failures: new Map(),
-  };
+  const r = emptyReport();
   let k = new Known();
-  /** The end: what is left, what still blocks each, and the failures of those still there. */
   const done = (objects: readonly PlanObject[], problem?: string): ExecuteReport => {
     r.elapsedMs = o.clock.now() - start;
-    r.ok = objects.length === 0;
-    r.left = [...objects];
-    r.blockedBy = k.standing(objects, new Set(objects.map((x) => x.id)));
-    const left = new Set(objects.map((x) => x.id));
-    for (const id of r.failures.keys()) if (!left.has(id)) r.failures.delete(id);
-    if (problem !== undefined) r.problem = problem;
-    return r;
+    return finish(r, k, objects, problem);
   };
   let lastSaid = -Infinity;
   let rechecked = false;
