@@ -38,14 +38,19 @@ function blockedBy(plan: Plan): Map<string, string[]> {
   return out;
 }
 
+/** The head both teardown documents (the plan, the run's report) start with. */
+export const documentHead = (kind: string, ctx: PlanContext) => ({
+  apiVersion: PLAN_API_VERSION,
+  kind,
+  workspace: ctx.workspace,
+  namespace: ctx.namespace ?? null,
+});
+
 export function planJson(plan: Plan, ctx: PlanContext): string {
   const wave = waveOf(plan);
   const by = blockedBy(plan);
   const doc = {
-    apiVersion: PLAN_API_VERSION,
-    kind: PLAN_KIND,
-    workspace: ctx.workspace,
-    namespace: ctx.namespace ?? null,
+    ...documentHead(PLAN_KIND, ctx),
     complete: plan.stuck.length === 0,
     objects: plan.objects.map((o) => ({
       id: o.id,

@@ -6,7 +6,7 @@ import { printable, printableJson } from "../../../util/printable.ts";
 import { renderTable } from "../../table.ts";
 import type { ExecuteReport } from "./execute.ts";
 import type { PlanObject, StuckReason } from "./plan.ts";
-import { cycleHints, display, PLAN_API_VERSION, where, type PlanContext } from "./render.ts";
+import { cycleHints, display, documentHead, where, type PlanContext } from "./render.ts";
 
 export const REPORT_KIND = "TeardownReport";
 
@@ -108,10 +108,7 @@ export function reportText(r: ExecuteReport, ctx: PlanContext): string {
 export function reportJson(r: ExecuteReport, ctx: PlanContext): string {
   const rep = teardownReport(r);
   const doc = {
-    apiVersion: PLAN_API_VERSION,
-    kind: REPORT_KIND,
-    workspace: ctx.workspace,
-    namespace: ctx.namespace ?? null,
+    ...documentHead(REPORT_KIND, ctx),
     complete: rep.complete,
     deleted: rep.deleted,
     refusedDeletes: rep.refusedDeletes,
