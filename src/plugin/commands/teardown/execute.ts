@@ -212,6 +212,7 @@ export async function executeTeardown(api: TeardownApi, o: ExecuteOptions): Prom
       // its order (a dry run that had no answer, a delete refused for another reason get their second try here).
       rechecked = true;
       k = new Known();
+      r.failures.clear(); // what the final wave answers now is what the report tells
       continue;
     } else {
       const last = await deleteNamed(api, objects, k, o, r);
