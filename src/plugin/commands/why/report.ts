@@ -5,7 +5,9 @@ import type { RuleInWorkspace } from "../../graph.ts";
 import type { Blocker, DeleteAnswer, Refusal } from "../../causes.ts";
 import type { ApiResource } from "../../discovery.ts";
 import { renderTable } from "../../table.ts";
-import { printable } from "../../../util/printable.ts";
+import { printable, printableJson } from "../../../util/printable.ts";
+import { terminatingText } from "./terminating-text.ts";
+import type { Terminating } from "./terminating.ts";
 
 export interface WhyTarget {
   resource: ApiResource;
@@ -17,6 +19,19 @@ export interface WhyTarget {
 export interface WhyResult {
   exitCode: 0 | 1 | 2;
   text: string;
+}
+
+export type WhyFormat = "text" | "json";
+
+/** Everything why found out about one object. */
+export interface WhyFindings {
+  target: WhyTarget;
+  /** The dry-run DELETE's answer. */
+  answer: DeleteAnswer;
+  /** The rules read with --rule-workspace, to name the rule behind each blocker. */
+  rules?: readonly RuleInWorkspace[];
+  /** Set when the object has a deletionTimestamp. */
+  terminating?: Terminating;
 }
 
 // What the reports quote (a refusal's message and reason, the webhook's name, the blockers the causes name) was
@@ -137,4 +152,89 @@ export function whyResult(t: WhyTarget, answer: DeleteAnswer, rules?: readonly R
     exitCode: 2,
     text: `cannot ask about ${subject} in ${where(t)}: ${status} ${printable(r.reason)}: ${msg}\n`,
   };
+}
+
+/** The document `-o json` prints (docs/plugin.md describes it). */
+export interface WhyDocument {
+  object: { group: string; resource: string; kind: string; namespace: string | null; name: string; workspace: string };
+  verdict: "deletable" | "refused" | "terminating";
+  exitCode: 0 | 1;
+  refusal: RefusalDocument | null;
+  terminating: Terminating | null;
+}
+
+export interface RefusalDocument {
+  webhook: string | null;
+  code: number;
+  reason: string;
+  message: string;
+  source: Refusal["source"];
+  complete: boolean;
+  total?: number;
+  blockers: { kind: string; namespace: string | null; name: string; field: string | null; rules?: string[] }[];
+}
+
+/** The refusal as -o json prints it: the same facts as the text, each blocker with its rules when they were read. */
+function refusalJson(t: WhyTarget, r: Refusal, rules?: readonly RuleInWorkspace[]): RefusalDocument {
+  return {
+    webhook: r.webhook ?? null,
+    code: r.code,
+    reason: r.reason,
+    message: r.message,
+    source: r.source,
+    complete: r.complete,
+    ...(r.total !== undefined ? { total: r.total } : {}),
+    blockers: r.blockers.map((b) => ({
+      kind: b.kind,
+      namespace: b.namespace ?? t.namespace ?? null,
+      name: b.name,
+      field: b.field ?? null,
+      ...(rules ? { rules: rulesBehind(b, t, rules) } : {}),
+    })),
+  };
+}
+
+const refusedByWebhook = (a: DeleteAnswer): Refusal | undefined =>
+  a.outcome === "refused" && a.refusal.webhook !== undefined ? a.refusal : undefined;
+
+/**
+ * What why answers, in either format. A Terminating object exits 1 (something holds it) whatever the dry run said:
+ * its report comes first, then the refusal if a webhook refused the dry run. Otherwise the dry run decides
+ * (whyResult). Exit code 2 is no answer, said on stderr in both formats. Pure.
+ */
+export function whyReport(f: WhyFindings, format: WhyFormat = "text"): WhyResult & { notes?: string[] } {
+  const plain = whyResult(f.target, f.answer, f.rules);
+  const term = f.answer.outcome === "gone" ? undefined : f.terminating;
+  if (!term) return format === "json" && plain.exitCode !== 2 ? { ...plain, text: whyJson(f, plain.exitCode) } : plain;
+  const refusal = refusedByWebhook(f.answer);
+  // The dry run could not be asked (403, 5xx without a webhook): the finalizers are still the answer.
+  const notes = plain.exitCode === 2 ? [`could not ask whether a delete would be refused: ${plain.text.trim()}`] : [];
+  const text =
+    format === "json"
+      ? whyJson(f, 1)
+      : terminatingText(subjectOf(f.target), where(f.target), term, `${f.target.workspace}:${f.target.name}`) +
+        (refusal ? `\n${plain.text}` : "");
+  return { exitCode: 1, text, ...(notes.length > 0 ? { notes } : {}) };
+}
+
+/** The JSON document of -o json: the object, the exit code and its verdict, the refusal and the deletion state. */
+function whyJson(f: WhyFindings, exitCode: 0 | 1): string {
+  const { target: t } = f;
+  const refusal = refusedByWebhook(f.answer);
+  const verdict: WhyDocument["verdict"] = f.terminating ? "terminating" : exitCode === 0 ? "deletable" : "refused";
+  const doc: WhyDocument = {
+    object: {
+      group: t.resource.group,
+      resource: t.resource.name,
+      kind: t.resource.kind,
+      namespace: t.namespace ?? null,
+      name: t.name,
+      workspace: t.workspace,
+    },
+    verdict,
+    exitCode,
+    refusal: refusal ? refusalJson(t, refusal, f.rules) : null,
+    terminating: f.terminating ?? null,
+  };
+  return printableJson(doc) + "\n";
 }
