@@ -10,6 +10,8 @@ export interface ApiResource {
   kind: string;
   namespaced: boolean;
   shortNames?: string[];
+  /** What it serves (`list`, `delete`, ...), when discovery says. */
+  verbs?: string[];
 }
 
 /** One `/apis/<g>/<v>` (or `/api/v1`) APIResourceList → its top-level resources (subresources dropped). */
@@ -24,6 +26,7 @@ export function resourcesOf(group: string, version: string, list: unknown): ApiR
     const res: ApiResource = { group, version, name, kind, namespaced: r["namespaced"] === true };
     if (typeof r["singularName"] === "string" && r["singularName"] !== "") res.singularName = r["singularName"];
     if (Array.isArray(r["shortNames"])) res.shortNames = (r["shortNames"] as unknown[]).map(String);
+    if (Array.isArray(r["verbs"])) res.verbs = (r["verbs"] as unknown[]).map(String);
     out.push(res);
   }
   return out;
