@@ -13,6 +13,7 @@ import {
   type Holders,
   type Listed,
   type ObjectState,
+  typeName,
 } from "./terminating.ts";
 import type { WhyTarget } from "./report.ts";
 
@@ -30,8 +31,6 @@ export async function readObject(s: Session, path: string, notes: string[]): Pro
     return undefined;
   }
 }
-
-const typeName = (r: ApiResource): string => (r.group === "" ? r.name : `${r.name}.${r.group}`);
 
 /** Every listable type of `resources` (namespaced ones only when `namespace` is set), listed there where readable. */
 async function listAll(

@@ -129,7 +129,9 @@ export function objectStateOf(obj: unknown): ObjectState {
   };
 }
 
-const typeName = (t: Listed["type"]): string => (t.group === "" ? t.name : `${t.name}.${t.group}`);
+/** `<resource>.<group>`, or the resource alone for the core group, as kubectl names a type. */
+export const typeName = (t: { group: string; name: string }): string =>
+  t.group === "" ? t.name : `${t.name}.${t.group}`;
 
 /** Every named object of the listings, as what remains; sorted by type, namespace, name. */
 export function remainingOf(listings: readonly Listed[]): (Remaining & { ownerReferences: OwnerRef[] })[] {
