@@ -3,6 +3,8 @@
 // status.details.causes), exits 1, then 0 once the dependents are gone; `graph` draws the topology's rule; `check`
 // finds a planted dangling reference; a user without rights gets a sentence, not a stack trace. The single-file build
 // (hack/plugin/build.ts, Node's SEA), alone in an empty directory on a PATH without Node, answers `why` as the source.
+// A tenant with its own ServiceAccount token asks `why` about a VM held in Terminating by a finalizer (its name, owner
+// and age), about the VPC that VM still blocks (refused as ever), and about the namespace being deleted around them.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
@@ -13,6 +15,8 @@ import { PATHS, TOKENS } from "../../tools/kcp/topology.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { VMS, VPCS, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
+import { tenant } from "../../tools/kcp/tenant.ts";
+import type { WhyDocument } from "../../src/plugin/commands/why/report.ts";
 import { buildBinary } from "../../hack/plugin/build.ts";
 
 const OUTSIDER = { token: "outsider-token", user: "outsider" };
@@ -224,5 +228,96 @@ describe("kubectl dependencies on real kcp", () => {
     assert.equal(missingType.code, 2);
     assert.match(missingType.stderr, /doesn't have a resource type "routers" in this workspace/);
     assertNoStackTrace(missingType);
+  });
+
+  it("why on a Terminating VM names its finalizer, owner and age; its VPC is refused as ever; the namespace lists both", async () => {
+    // A consumer acting with its own workspace-scoped token, not kcp-admin.
+    const me = await tenant(e2e.kcp, PATHS.consumer2, { name: "why-term" });
+    const kubeconfig = e2e.kcp.kubeconfigFor(me.token, PATHS.consumer2, "why-term.kubeconfig");
+    const plugin = (...args: string[]): Promise<Run> =>
+      exec(process.execPath, [PLUGIN, ...args, `--kubeconfig=${kubeconfig}`]);
+    const ws = me.client;
+    const NS = "why-term";
+    // api-syncagent's finalizer, held by nobody here: the plugin names its usual owner from the name alone.
+    const HOLD = "syncagent.kcp.io/cleanup";
+    const vmPath = `${at(VMS, NS)}/held-vm`;
+    await create(ws, { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
+    const held = vm("held-vm", { vpc: "held-vpc" }, NS);
+    await create(ws, vpc("held-vpc", NS), { ...held, metadata: { ...held.metadata, finalizers: [HOLD] } });
+    await waitForProtection(ws, `${at(VPCS, NS)}/held-vpc`, true);
+    try {
+      await ws.request("DELETE", vmPath);
+      const since = (await ws.get<{ metadata: { deletionTimestamp?: string } }>(vmPath)).metadata.deletionTimestamp;
+      assert.ok(since, "the VM is Terminating");
+
+      const text = await plugin("why", "virtualmachine/held-vm", "-n", NS);
+      assert.equal(text.code, 1, text.stdout + text.stderr);
+      assert.match(
+        text.stdout,
+        new RegExp(
+          `^virtualmachines/held-vm \\(root:consumer2, namespace ${NS}\\): being deleted since ${since} \\((\\d+[dhms])+ ago\\)`,
+        ),
+      );
+      assert.match(text.stdout, /syncagent\.kcp\.io\/cleanup\s+api-syncagent\s+removed once/);
+      const json = await plugin("why", "virtualmachine/held-vm", "-n", NS, "-o", "json");
+      assert.equal(json.code, 1, json.stderr);
+      const doc = JSON.parse(json.stdout) as WhyDocument;
+      assert.equal(doc.verdict, "terminating");
+      assert.equal(doc.terminating!.since, since);
+      assert.ok(doc.terminating!.ageSeconds! >= 0);
+      assert.deepEqual(
+        doc.terminating!.finalizers.map((f) => [f.name, f.owner]),
+        [[HOLD, "api-syncagent"]],
+      );
+
+      // The VPC: still referenced by the Terminating VM, refused and explained as before.
+      const refused = await plugin("why", "vpc/held-vpc", "-n", NS);
+      assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+      assert.match(refused.stdout, /a delete would be REFUSED now/);
+      assert.match(refused.stdout, /still referenced by 1 object \(from the webhook's status\.details\.causes\)/);
+      assert.match(refused.stdout, new RegExp(`VirtualMachine\\s+${NS}\\s+held-vm\\s+\\.spec\\.vpcRef\\.name`));
+      assert.doesNotMatch(refused.stdout, /being deleted/);
+
+      // The namespace around them, once kcp's namespace controller has said what remains.
+      await ws.request("DELETE", `/api/v1/namespaces/${NS}`);
+      await waitFor(
+        "the namespace's deletion conditions",
+        async () => {
+          const ns = await ws.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+            `/api/v1/namespaces/${NS}`,
+          );
+          return (
+            ns.status?.conditions?.some(
+              (c) => /^Namespace(Content|Finalizers)Remaining$/.test(c.type) && c.status === "True",
+            ) || undefined
+          );
+        },
+        { timeoutMs: 90_000, intervalMs: 500 },
+      );
+      const nsWhy = await plugin("why", `namespace/${NS}`);
+      assert.equal(nsWhy.code, 1, nsWhy.stdout + nsWhy.stderr);
+      assert.match(nsWhy.stdout, new RegExp(`^namespaces/${NS} \\(root:consumer2\\): being deleted since `));
+      assert.match(nsWhy.stdout, /Namespace(Content|Finalizers)Remaining\s+True/);
+      assert.match(
+        nsWhy.stdout,
+        /virtualmachines\.compute\.test\.io\s+1\s+held-vm \(deleting; syncagent\.kcp\.io\/cleanup\)/,
+      );
+      assert.match(nsWhy.stdout, /vpcs\.network\.test\.io\s+1\s+held-vpc/);
+      if (process.env["PLUGIN_WHY_TERM_OUT"])
+        writeFileSync(
+          process.env["PLUGIN_WHY_TERM_OUT"],
+          [text.stdout, refused.stdout, nsWhy.stdout, nsWhy.stderr].join("\n----\n"),
+        );
+    } finally {
+      // Let the VM go: its finalizer cleared, as its owner would.
+      await ws.request("PATCH", vmPath, {
+        body: { metadata: { finalizers: null } },
+        contentType: "application/merge-patch+json",
+      });
+      await waitFor("the held VM to be gone", async () => (await ws.getOptional(vmPath)) === undefined || undefined, {
+        timeoutMs: 60_000,
+        intervalMs: 300,
+      });
+    }
   });
 });
