@@ -122,7 +122,7 @@ export const why: PluginCommand<WhyCommand> = {
   name: "why",
   usage: "why <resource>/<name> [-n <namespace>] [-o text|json]",
   brief: "why <resource>/<name> [-n <namespace>]",
-  summary: "would deleting this object be refused now, and by what; or what keeps it Terminating",
+  summary: "would a delete be refused now, and by what; or what keeps it Terminating",
   prose: `Asks kcp, without deleting anything (a server-side dry-run DELETE), whether deleting the object would be refused
 right now, by which webhook, and lists every object that blocks it (also past the ten the refusal message names),
 with what to do next.
