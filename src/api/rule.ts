@@ -5,7 +5,15 @@
 // exception; the valid dependencies of a partly valid rule are still used, so a stale object protects what it can.
 import { parseFieldPath, type FieldPath } from "../fieldpath/fieldpath.ts";
 import { isRecord } from "../util/json.ts";
-import { DEPENDENCY_SCHEMA, DEPENDENT_SCHEMA, ENFORCEMENTS, MAX_DEPENDENCIES, type Enforcement } from "./schema.ts";
+import {
+  DEPENDENCY_SCHEMA,
+  DEPENDENT_SCHEMA,
+  ENFORCEMENTS,
+  LOCAL_TARGET_RESOURCES,
+  LOCAL_TARGET_VERSION,
+  MAX_DEPENDENCIES,
+  type Enforcement,
+} from "./schema.ts";
 import { CLUSTER_ANNOTATION, type GroupResource, type RuleKey, type WorkspacePath } from "./types.ts";
 import { formatFieldError, validate, type FieldError } from "./validate.ts";
 import { isWorkspacePath, MAX_PROVIDER_PATH_SEGMENTS, parseLogicalClusterName, parseWorkspacePath } from "./wire.ts";
@@ -33,6 +41,16 @@ export interface ParsedDependency {
   fieldPath: FieldPath;
 }
 
+/**
+ * One valid `spec.dependencies[]` entry without `apiExportRef`: a core type of the consumer workspace itself (a local
+ * target). It is protected where the rule's dependents are, through the dependent's own APIExport (local-targets.ts).
+ */
+export interface ParsedLocalDependency {
+  index: number;
+  target: GroupVersionResource;
+  fieldPath: FieldPath;
+}
+
 export interface ParsedRule {
   key: RuleKey;
   generation?: number;
@@ -40,6 +58,8 @@ export interface ParsedRule {
   dependent?: ParsedDependent;
   /** The valid entries only; invalid ones are in `problems`. Empty when the dependent is unusable. */
   dependencies: ParsedDependency[];
+  /** The valid local targets (entries without `apiExportRef`); empty when the dependent is unusable. */
+  localDependencies: ParsedLocalDependency[];
   /** Length of `spec.dependencies` as written, valid or not (the Dependencies printer column). */
   dependencyCount: number;
   /** `spec.enforcement`; Deny when absent (the original's manifests have no such field). */
@@ -82,7 +102,7 @@ function parseDependency(
   entry: unknown,
   index: number,
   dependent: ParsedDependent | undefined,
-): { problems: string[] } | { dependency: ParsedDependency } {
+): { problems: string[] } | { dependency: ParsedDependency } | { local: ParsedLocalDependency } {
   const field = `spec.dependencies[${index}]`;
   const pathField = `${field}.fieldRef.path`;
   const errors = validate(DEPENDENCY_SCHEMA, entry, field).map((e) => depthError(e, entry, field));
@@ -95,7 +115,15 @@ function parseDependency(
     };
   }
   if (errors.length > 0 || !parsed?.ok) return { problems: errors.map(formatFieldError) };
-  const e = entry as { apiExportRef: { path: string; name: string }; group: string; version: string; resource: string };
+  const e = entry as { apiExportRef?: { path: string; name: string }; group: string; version: string; resource: string };
+  if (e.apiExportRef === undefined || e.apiExportRef === null) return parseLocal(e, index, parsed.path);
+  if (e.group === "")
+    return {
+      problems: [
+        `${field}.group: Invalid value: "": the core group is only for a type of the consumer workspace itself, ` +
+          "written without apiExportRef",
+      ],
+    };
   // The schema checked the path's format already; the constructor checks it again for the type.
   const path = parseWorkspacePath(e.apiExportRef.path);
   if (path === undefined) return { problems: [`${field}.apiExportRef.path: Invalid value: not a workspace path`] };
@@ -116,6 +144,32 @@ function parseDependency(
       fieldPath: parsed.path,
     },
   };
+}
+
+/** A dependency without apiExportRef: only the core types kcp lets a consumer workspace's own configuration guard. */
+function parseLocal(
+  e: { group: string; version: string; resource: string },
+  index: number,
+  fieldPath: FieldPath,
+): { problems: string[] } | { local: ParsedLocalDependency } {
+  const field = `spec.dependencies[${index}]`;
+  const supported = (LOCAL_TARGET_RESOURCES as readonly string[]).includes(e.resource);
+  if (e.group !== "" || !supported)
+    return {
+      problems: [
+        `${field}.apiExportRef: Required value: only a type of the consumer workspace itself may leave it out, ` +
+          `and those are group "" with resource ${LOCAL_TARGET_RESOURCES.join(" or ")}; ` +
+          `got group ${JSON.stringify(e.group)}, resource ${JSON.stringify(e.resource)}`,
+      ],
+    };
+  if (e.version !== LOCAL_TARGET_VERSION)
+    return {
+      problems: [
+        `${field}.version: Unsupported value: ${JSON.stringify(e.version)}: ${e.resource} are served at ` +
+          `${LOCAL_TARGET_VERSION}`,
+      ],
+    };
+  return { local: { index, target: { group: "", version: e.version, resource: e.resource }, fieldPath } };
 }
 
 function parseDependent(spec: Record<string, unknown>): { problems: string[]; dependent?: ParsedDependent } {
@@ -143,6 +197,7 @@ export function parseRule(obj: unknown): ParsedRule | undefined {
     key,
     ...(generation !== undefined ? { generation } : {}),
     dependencies: [],
+    localDependencies: [],
     dependencyCount: 0,
     enforcement: "Deny",
     problems: [],
@@ -180,10 +235,14 @@ export function parseRule(obj: unknown): ParsedRule | undefined {
   list.forEach((entry: unknown, index) => {
     const result = parseDependency(entry, index, dependent);
     if ("problems" in result) rule.problems.push(...result.problems);
+    else if ("local" in result) rule.localDependencies.push(result.local);
     else rule.dependencies.push(result.dependency);
   });
   // Without a usable dependent no dependents can be found, so nothing of this rule may be installed.
-  if (!rule.dependent) rule.dependencies = [];
+  if (!rule.dependent) {
+    rule.dependencies = [];
+    rule.localDependencies = [];
+  }
   return rule;
 }
 

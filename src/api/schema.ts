@@ -2,7 +2,9 @@
 // and the controller validates observed rules against it, so what kcp refuses and what the controller reports agree.
 // Spec fields, patterns and lengths are the Go original's so its manifests apply unchanged; the only
 // tightenings are `dependencies` minItems 1 and maxItems and at most MAX_PROVIDER_PATH_SEGMENTS segments in
-// apiExportRef.path (each may cost a read of kcp), and fieldRef.path is widened to allow `[*]` and `[n]`.
+// apiExportRef.path (each may cost a read of kcp), and fieldRef.path is widened to allow `[*]` and `[n]`. One additive
+// extension: a dependency may leave out apiExportRef and name a core type of the consumer workspace itself (a local
+// target, group ""); the rule model (rule.ts) allows that only for LOCAL_TARGET_RESOURCES.
 import { FIELD_PATH_PATTERN } from "../fieldpath/fieldpath.ts";
 import { CONDITION_TYPES } from "./types.ts";
 import { MAX_PROVIDER_PATH_SEGMENTS, PROVIDER_PATH_PATTERN } from "./wire.ts";
@@ -51,6 +53,22 @@ function str(description: string, pattern: string, maxLength: number, minLength 
 }
 
 const group = (what: string): JSONSchemaProps => str(`API group of the ${what}.`, DNS_SUBDOMAIN_PATTERN, 253);
+
+/**
+ * Core types of the consumer workspace itself that a dependency without `apiExportRef` may name (a local target):
+ * kcp consults only that workspace's own webhook configurations for them (docs/architecture.md, "Local targets").
+ */
+export const LOCAL_TARGET_RESOURCES = ["configmaps", "secrets"] as const;
+export const LOCAL_TARGET_VERSION = "v1";
+
+/** A dependency's group: as the original's, or empty (the core group) for a local target. */
+const dependencyGroup: JSONSchemaProps = str(
+  'API group of the dependency; "" (the core group) only for a type of the consumer workspace itself ' +
+    `(no apiExportRef): ${LOCAL_TARGET_RESOURCES.join(", ")} at ${LOCAL_TARGET_VERSION}.`,
+  `^$|${DNS_SUBDOMAIN_PATTERN}`,
+  253,
+  0,
+);
 const version = (what: string): JSONSchemaProps => str(`API version of the ${what}.`, VERSION_PATTERN, 63);
 const resource = (what: string): JSONSchemaProps =>
   str(`Plural resource name of the ${what}, e.g. vpcs.`, RESOURCE_PATTERN, 63);
@@ -75,11 +93,14 @@ const dependentSchema: JSONSchemaProps = {
 const dependencySchema: JSONSchemaProps = {
   type: "object",
   description: "A resource of another provider that the dependent refers to; it cannot be deleted while referenced.",
-  required: ["apiExportRef", "fieldRef", "group", "resource", "version"],
+  required: ["fieldRef", "group", "resource", "version"],
   properties: {
     apiExportRef: {
       type: "object",
-      description: "The APIExport serving the dependency; its workspace gets the deletion webhook.",
+      description:
+        "The APIExport serving the dependency; its workspace gets the deletion webhook. Left out, the dependency is " +
+        "a type of the consumer workspace itself (group \"\": secrets or configmaps), protected in each consumer " +
+        "workspace that accepted the validatingwebhookconfigurations claim of the dependent's APIExport.",
       required: ["name", "path"],
       properties: {
         path: str(
@@ -91,7 +112,7 @@ const dependencySchema: JSONSchemaProps = {
         name: str("Name of the APIExport.", DNS_SUBDOMAIN_PATTERN, 253),
       },
     },
-    group: group("dependency"),
+    group: dependencyGroup,
     version: version("dependency"),
     resource: resource("dependency"),
     fieldRef: {

@@ -39,6 +39,7 @@ describe("parseRule", () => {
           fieldPath: parsedPath(".spec.vpcRef.name"),
         },
       ],
+      localDependencies: [],
       dependencyCount: 1,
       enforcement: "Deny",
       problems: [],
@@ -260,5 +261,61 @@ describe("one rule model for both binaries (property)", () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe("parseRule: local targets (a dependency without apiExportRef)", () => {
+  const secretRule = (deps: Parameters<typeof ruleObject>[3]) =>
+    parseRule(ruleObject("c1", "endpoints", { group: "arc.test.io", resource: "endpoints", kind: "Endpoint" }, deps))!;
+
+  it("reads a Secret and a ConfigMap of the consumer workspace as local targets, beside an export dependency", () => {
+    const r = secretRule([
+      { resource: "secrets", local: true, fieldPath: ".spec.secretRef.name" },
+      { resource: "configmaps", local: true, fieldPath: ".spec.configRef.name" },
+      { resource: "vpcs" },
+    ]);
+    assert.deepEqual(r.problems, []);
+    assert.deepEqual(
+      r.localDependencies.map((d) => [d.index, d.target, d.fieldPath.source]),
+      [
+        [0, { group: "", version: "v1", resource: "secrets" }, ".spec.secretRef.name"],
+        [1, { group: "", version: "v1", resource: "configmaps" }, ".spec.configRef.name"],
+      ],
+    );
+    assert.deepEqual(
+      r.dependencies.map((d) => d.index),
+      [2],
+    );
+    assert.equal(r.dependencyCount, 3);
+  });
+
+  it("refuses other types without apiExportRef, naming what is allowed", () => {
+    for (const bad of [
+      { resource: "pods", local: true },
+      { resource: "secrets", group: "network.test.io", local: true },
+    ]) {
+      const r = secretRule([bad]);
+      assert.deepEqual(r.localDependencies, []);
+      assert.match(
+        r.problems.join("\n"),
+        /^spec\.dependencies\[0\]\.apiExportRef: Required value: only a type of the consumer workspace itself may leave it out, and those are group "" with resource configmaps or secrets; got group/,
+      );
+    }
+  });
+
+  it("refuses a version other than v1 and the core group with an apiExportRef", () => {
+    assert.match(
+      secretRule([{ resource: "secrets", local: true, version: "v2" }]).problems.join(),
+      /spec\.dependencies\[0\]\.version: Unsupported value: "v2": secrets are served at v1/,
+    );
+    const withRef = secretRule([{ resource: "secrets", group: "", exportName: "core.test.io" }]);
+    assert.deepEqual([withRef.dependencies, withRef.localDependencies], [[], []]);
+    assert.match(withRef.problems.join(), /spec\.dependencies\[0\]\.group: Invalid value: "": the core group is only/);
+  });
+
+  it("installs nothing of a local target when the dependent is unusable", () => {
+    const obj = ruleObject("c1", "x", { resource: "endpoints" }, [{ resource: "secrets", local: true }]);
+    (obj["spec"] as { dependent: { kind: string } }).dependent.kind = "not a kind";
+    assert.deepEqual(parseRule(obj)!.localDependencies, []);
   });
 });

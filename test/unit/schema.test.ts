@@ -80,7 +80,12 @@ const cases: { field: string; valid: string[]; invalid: string[] }[] = [
     ],
   },
   { field: "spec.dependencies.0.apiExportRef.name", valid: DNS_VALID, invalid: DNS_INVALID },
-  { field: "spec.dependencies.0.group", valid: DNS_VALID, invalid: DNS_INVALID },
+  // Widened by one value: "" (the core group) names a local target; the rule model allows it only without apiExportRef.
+  {
+    field: "spec.dependencies.0.group",
+    valid: [...DNS_VALID, ""],
+    invalid: DNS_INVALID.filter((v) => v !== ""),
+  },
   {
     field: "spec.dependencies.0.version",
     valid: ["v1", "v1alpha1", "v2beta3"],
@@ -155,7 +160,6 @@ describe("DependencyRule schema", () => {
     ["spec.dependent.kind", "^[A-Z][A-Za-z0-9]*$", 1, 63],
     ["spec.dependent.resource", RESOURCE, 1, 63],
     ["spec.dependencies.apiExportRef.name", DNS, 1, 253],
-    ["spec.dependencies.group", DNS, 1, 253],
     ["spec.dependencies.version", VERSION, 1, 63],
     ["spec.dependencies.resource", RESOURCE, 1, 63],
   ];
@@ -184,11 +188,16 @@ describe("DependencyRule schema", () => {
     const originalPattern = /^\.?[a-zA-Z_][a-zA-Z0-9_]*(\.[a-zA-Z_][a-zA-Z0-9_]*)+$/;
     fc.assert(fc.property(fc.stringMatching(originalPattern), (p) => p.length > 253 || new RegExp(s.pattern!).test(p)));
   });
-  it("requires the same fields as the original", () => {
+  it("spec.dependencies.group accepts exactly the original's values and the empty core group", () => {
+    const s = at("spec.dependencies.group");
+    assert.deepEqual([s.minLength, s.maxLength], [0, 253]);
+    const accepts = (g: string): boolean => new RegExp(s.pattern!).test(g);
+    fc.assert(fc.property(fc.string({ maxLength: 20 }), (g) => accepts(g) === (g === "" || new RegExp(DNS).test(g))));
+  });
+  it("requires the same fields as the original, but apiExportRef (left out only by a local target)", () => {
     assert.deepEqual(at("spec").required, ["dependencies", "dependent"]);
     assert.deepEqual(at("spec.dependent").required, ["apiExportName", "group", "kind", "resource", "version"]);
     assert.deepEqual(at("spec.dependencies").items?.required, [
-      "apiExportRef",
       "fieldRef",
       "group",
       "resource",

@@ -21,6 +21,8 @@ export interface DependencySpec {
   resource: string;
   /** fieldRef.path; default `.spec.<resource without its plural s>Ref.name` (`.spec.vpcRef.name`). */
   field?: string;
+  /** A local target: no apiExportRef, group "" unless given (a Secret or ConfigMap of the consumer workspace). */
+  local?: boolean;
 }
 
 export interface RuleOptions {
@@ -50,9 +52,9 @@ export function dependencyRule(name: string, dependencies: DependencySpec[], opt
       ...(opts.enforcement ? { enforcement: opts.enforcement } : {}),
       dependent: { apiExportName: dependent.group, version: "v1", ...dependent },
       dependencies: dependencies.map((d) => {
-        const group = d.group ?? "network.test.io";
+        const group = d.group ?? (d.local ? "" : "network.test.io");
         return {
-          apiExportRef: { path: d.path ?? "root:network-provider", name: d.exportName ?? group },
+          ...(d.local ? {} : { apiExportRef: { path: d.path ?? "root:network-provider", name: d.exportName ?? group } }),
           group,
           version: d.version ?? "v1",
           resource: d.resource,
