@@ -11,6 +11,9 @@ export interface DepSpec {
   version?: string;
   resource: string;
   fieldPath?: string;
+  exportName?: string;
+  /** A local target: no apiExportRef (tools/kcp/rules.ts). */
+  local?: boolean;
 }
 
 export function ruleObject(

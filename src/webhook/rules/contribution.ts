@@ -155,5 +155,10 @@ export function contribute(inputs: RuleInputs, cap: number): Contribution {
       problems.push({ rule: key, message: NOT_ENFORCED.unresolved(dep.index, reason) });
     }
   }
+  // A local target (a Secret of the consumer workspace) is checked when kcp calls the configuration the controller
+  // wrote in that consumer workspace, whose URL names this rule's own workspace (docs/architecture.md, "Local
+  // targets"): so it is found under (the rule's cluster, the core type), and the legacy route never sees it.
+  for (const dep of rule.localDependencies)
+    addEntry(provider, providerKey(rule.key.cluster, dep.target), make, dep.fieldPath);
   return finish(provider, gr, problems);
 }
