@@ -5,22 +5,14 @@
 // exception; the valid dependencies of a partly valid rule are still used, so a stale object protects what it can.
 import { parseFieldPath, type FieldPath } from "../fieldpath/fieldpath.ts";
 import { isRecord } from "../util/json.ts";
-import {
-  DEPENDENCY_SCHEMA,
-  DEPENDENT_SCHEMA,
-  ENFORCEMENTS,
-  LOCAL_TARGET_RESOURCES,
-  LOCAL_TARGET_VERSION,
-  MAX_DEPENDENCIES,
-  type Enforcement,
-} from "./schema.ts";
-import { CLUSTER_ANNOTATION, type GroupResource, type RuleKey, type WorkspacePath } from "./types.ts";
+import { parseLocal, type ParsedLocalDependency } from "./local-target.ts";
+import { DEPENDENCY_SCHEMA, DEPENDENT_SCHEMA, ENFORCEMENTS, MAX_DEPENDENCIES, type Enforcement } from "./schema.ts";
+import { CLUSTER_ANNOTATION, type GroupVersionResource, type RuleKey, type WorkspacePath } from "./types.ts";
 import { formatFieldError, validate, type FieldError } from "./validate.ts";
 import { isWorkspacePath, MAX_PROVIDER_PATH_SEGMENTS, parseLogicalClusterName, parseWorkspacePath } from "./wire.ts";
 
-export interface GroupVersionResource extends GroupResource {
-  version: string;
-}
+export type { GroupVersionResource } from "./types.ts";
+export type { ParsedLocalDependency } from "./local-target.ts";
 
 /** `spec.dependent`, valid: the type whose objects are listed in consumer workspaces. */
 export interface ParsedDependent extends GroupVersionResource {
@@ -37,16 +29,6 @@ export interface ParsedDependency {
   path: WorkspacePath;
   /** `apiExportRef.name`: the APIExport there that must serve `target`. */
   exportName: string;
-  target: GroupVersionResource;
-  fieldPath: FieldPath;
-}
-
-/**
- * One valid `spec.dependencies[]` entry without `apiExportRef`: a core type of the consumer workspace itself (a local
- * target). It is protected where the rule's dependents are, through the dependent's own APIExport (local-targets.ts).
- */
-export interface ParsedLocalDependency {
-  index: number;
   target: GroupVersionResource;
   fieldPath: FieldPath;
 }
@@ -115,7 +97,12 @@ function parseDependency(
     };
   }
   if (errors.length > 0 || !parsed?.ok) return { problems: errors.map(formatFieldError) };
-  const e = entry as { apiExportRef?: { path: string; name: string }; group: string; version: string; resource: string };
+  const e = entry as {
+    apiExportRef?: { path: string; name: string };
+    group: string;
+    version: string;
+    resource: string;
+  };
   if (e.apiExportRef === undefined || e.apiExportRef === null) return parseLocal(e, index, parsed.path);
   if (e.group === "")
     return {
@@ -144,32 +131,6 @@ function parseDependency(
       fieldPath: parsed.path,
     },
   };
-}
-
-/** A dependency without apiExportRef: only the core types kcp lets a consumer workspace's own configuration guard. */
-function parseLocal(
-  e: { group: string; version: string; resource: string },
-  index: number,
-  fieldPath: FieldPath,
-): { problems: string[] } | { local: ParsedLocalDependency } {
-  const field = `spec.dependencies[${index}]`;
-  const supported = (LOCAL_TARGET_RESOURCES as readonly string[]).includes(e.resource);
-  if (e.group !== "" || !supported)
-    return {
-      problems: [
-        `${field}.apiExportRef: Required value: only a type of the consumer workspace itself may leave it out, ` +
-          `and those are group "" with resource ${LOCAL_TARGET_RESOURCES.join(" or ")}; ` +
-          `got group ${JSON.stringify(e.group)}, resource ${JSON.stringify(e.resource)}`,
-      ],
-    };
-  if (e.version !== LOCAL_TARGET_VERSION)
-    return {
-      problems: [
-        `${field}.version: Unsupported value: ${JSON.stringify(e.version)}: ${e.resource} are served at ` +
-          `${LOCAL_TARGET_VERSION}`,
-      ],
-    };
-  return { local: { index, target: { group: "", version: e.version, resource: e.resource }, fieldPath } };
 }
 
 function parseDependent(spec: Record<string, unknown>): { problems: string[]; dependent?: ParsedDependent } {

@@ -99,7 +99,7 @@ const dependencySchema: JSONSchemaProps = {
       type: "object",
       description:
         "The APIExport serving the dependency; its workspace gets the deletion webhook. Left out, the dependency is " +
-        "a type of the consumer workspace itself (group \"\": secrets or configmaps), protected in each consumer " +
+        'a type of the consumer workspace itself (group "": secrets or configmaps), protected in each consumer ' +
         "workspace that accepted the validatingwebhookconfigurations claim of the dependent's APIExport.",
       required: ["name", "path"],
       properties: {

@@ -84,6 +84,7 @@ export const CONDITION_TYPES = [
   "WebhooksInstalled",
   "Acyclic",
   "DependentsIndexed",
+  "LocalTargetsProtected",
 ] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 
@@ -115,6 +116,10 @@ export function ruleKeyString(key: RuleKey): string {
 export interface GroupResource {
   group: string;
   resource: string;
+}
+
+export interface GroupVersionResource extends GroupResource {
+  version: string;
 }
 
 export function groupResourceString(gr: GroupResource): string {

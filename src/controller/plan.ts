@@ -1,5 +1,6 @@
 // The pure middle of a reconcile pass: from what was observed, the writes to make (configurations to create,
 // update or prune) and, once they are made, the statuses that changed. No I/O, no clock: the time comes in as `now`.
+import type { LocalCoverage } from "./local-targets.ts";
 import { dependentTypeKey, type IndexReport, type WebhookSettings } from "../api/index-report.ts";
 import type { ReferencesVerdict } from "../api/references.ts";
 import { rememberedStatus, verdictFor, verdictOf, type RuleVerdict, type Verdicts } from "../api/verdicts.ts";
@@ -67,11 +68,9 @@ export function planWrites(obs: Observation, webhookBaseUrl: string): WritePlan 
     resolutions: obs.resolutions,
     webhookBaseUrl,
     ...(obs.caBundle ? { caBundle: obs.caBundle } : {}),
-    excluded: (rule, dep) => {
-      if (obs.overCap?.rules.has(ruleKeyString(rule.key))) return true;
-      const v = obs.references.get(ruleKeyString(rule.key));
-      return v !== undefined && (v.dependentInvalid || v.invalidDependencies.has(dep.index));
-    },
+    excluded: (rule, dep) =>
+      installedNowhere(obs)(rule) ||
+      obs.references.get(ruleKeyString(rule.key))?.invalidDependencies.has(dep.index) === true,
   }).configurations;
   const transientPaths = [...obs.resolutions].filter(([, r]) => !r.ok && r.transient === true).map(([p]) => p);
   const actions = planActions(desired, obs.existing, { keep: keptWorkspaces(obs.existing, transientPaths) });
@@ -102,10 +101,19 @@ const AWAITING_INDEX = new Set(["IndexSyncing", "NotReported"]);
  * listed their dependent type yet (the report is read again soon for them). Each status is computed from the stored
  * verdict, never from the status the rule carries: its author may have written that.
  */
+/** Rules installed nowhere (past their author's cap, a dependent that is not valid): no local target of theirs either. */
+export function installedNowhere(obs: Observation): (rule: ParsedRule) => boolean {
+  return (rule) => {
+    const key = ruleKeyString(rule.key);
+    return obs.overCap?.rules.has(key) === true || obs.references.get(key)?.dependentInvalid === true;
+  };
+}
+
 export function planStatuses(
   obs: Observation,
   installs: ReadonlyMap<LogicalClusterName, InstallResult>,
   now: string,
+  local?: ReadonlyMap<string, LocalCoverage>,
 ): { writes: StatusWrite[]; awaitingIndex: number; verdicts: Verdicts } {
   const cycles = findCycles(
     obs.rules.flatMap(({ parsed }) =>
@@ -138,6 +146,7 @@ export function planStatuses(
         ...(index ? { index } : {}),
         ...(obs.webhook?.enforceUnverified ? { enforcesUnverified: true } : {}),
         ...(obs.overCap?.rules.has(key) ? { overCap: obs.overCap.cap } : {}),
+        ...(local?.has(key) ? { local: local.get(key)! } : {}),
       },
       rememberedStatus(verdictFor(obs.verdicts, key, object.metadata.uid)),
       now,

@@ -14,11 +14,14 @@ import type { Resolution } from "../kcp/workspaces.ts";
 import { realClock, type Clock } from "../util/clock.ts";
 import type { PassResult } from "../util/workloop.ts";
 import { isOurs, type ExistingConfiguration } from "./actions.ts";
+import { LOCAL_TARGETS_LABEL } from "./local-targets.ts";
+import { LocalTargets } from "./local-targets-sync.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import {
   planStatuses,
   planWrites,
+  installedNowhere,
   rulesOverCap,
   type Observation,
   type ObservedRule,
@@ -81,9 +84,11 @@ const clusterOf = (o: { metadata: { annotations?: Record<string, string> } }): L
 export class Reconciler {
   private readonly deps: ReconcilerDeps;
   private readonly writer: Writer;
+  private readonly local: LocalTargets;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
+    this.local = new LocalTargets({ ...deps, endpoints: () => deps.rules.endpoints() });
     this.writer = new Writer({
       clientFor: deps.clientFor,
       endpoints: () => deps.rules.endpoints(),
@@ -129,7 +134,8 @@ export class Reconciler {
     const existing: ExistingConfiguration[] = [];
     for (const { endpoint, object } of this.deps.configurations.listWithEndpoints()) {
       const cluster = clusterOf(object);
-      if (!cluster || !isOurs(object)) continue;
+      // A local-target configuration (local-targets.ts) in a workspace that is also a provider is not this plan's.
+      if (!cluster || !isOurs(object) || object.metadata.labels?.[LOCAL_TARGETS_LABEL] !== undefined) continue;
       existing.push({ cluster, object });
       this.writer.learn(cluster, endpoint, true);
     }
@@ -193,6 +199,7 @@ export class Reconciler {
         installs.set(action.cluster, { ok: false, error: outcome.message });
     }
     this.deps.metrics.webhookConfigurations.set([...installs.values()].filter((r) => r.ok).length);
+    const local = await this.local.sync(obs, installedNowhere(obs));
     if (this.deps.ruleWebhook && this.deps.mayWrite())
       await syncRuleWebhookLogged(this.deps, this.deps.ruleWebhook, obs.caBundle);
     // A conflict means our view was stale; the next pass (soon, from the watch event) writes status from fresh data.
@@ -200,7 +207,7 @@ export class Reconciler {
 
     const now = new Date((this.deps.clock ?? realClock).now()).toISOString().replace(/\.\d{3}Z$/, "Z");
     let statusErrors = 0;
-    const { writes, awaitingIndex, verdicts } = planStatuses(obs, installs, now);
+    const { writes, awaitingIndex, verdicts } = planStatuses(obs, installs, now, local);
     // The verdicts first: they are what the webhook decides from and what the next pass starts from; a status is
     // only their picture for the rule's author.
     const kept = await this.deps.verdicts.write(verdicts, this.deps.mayWrite);

@@ -12,6 +12,7 @@ import type { ParsedRule } from "../api/rule.ts";
 import { overCapMessage } from "../api/rule-cap.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { canonicalJson, compareStrings as cmp } from "../util/json.ts";
+import { localTargetsVerdict, type LocalCoverage } from "./local-targets.ts";
 import { dependentsIndexed, REVOCATION_GRACE_MS, type Verdict } from "./index-status.ts";
 
 export { REVOCATION_GRACE_MS } from "./index-status.ts";
@@ -35,6 +36,8 @@ export interface RuleFacts {
   enforcesUnverified?: boolean;
   /** Set (to the cap) when the rule is past its author's cap (src/api/rule-cap.ts): installed nowhere. */
   overCap?: number;
+  /** How far its local targets are protected (local-targets.ts); undefined when not looked at. */
+  local?: LocalCoverage;
 }
 
 export interface RuleStatus extends DependencyRuleStatus {
@@ -57,8 +60,16 @@ const UNRESOLVED_HINT =
   "not enforced until it resolves: check the path, and that the controller and webhook may read the workspaces " +
   "along it: deploy/rbac/workspace-resolution.yaml";
 
+/** A rule whose dependencies are all local targets has no provider workspace: LocalTargetsProtected says the rest. */
+const ONLY_LOCAL: Verdict = {
+  status: "True",
+  reason: "OnlyLocalTargets",
+  message: "every dependency is a local target of the consumer workspaces (see LocalTargetsProtected)",
+};
+
 function workspacesResolved(rule: ParsedRule, facts: RuleFacts): Verdict {
   const all = paths(rule);
+  if (all.length === 0 && rule.localDependencies.length > 0) return ONLY_LOCAL;
   if (all.length === 0)
     return { status: "Unknown", reason: "NoValidDependencies", message: "no valid dependency to resolve" };
   const failed: string[] = [];
@@ -88,6 +99,7 @@ function webhooksInstalled(rule: ParsedRule, facts: RuleFacts): Verdict {
     const r = facts.resolutions.get(p);
     if (r?.ok) byCluster.set(r.cluster, [...(byCluster.get(r.cluster) ?? []), p]);
   }
+  if (byCluster.size === 0 && rule.dependencies.length === 0 && rule.localDependencies.length > 0) return ONLY_LOCAL;
   if (byCluster.size === 0) {
     return rule.dependencies.length === 0
       ? { status: "Unknown", reason: "NoValidDependencies", message: "no valid dependency to protect" }
@@ -194,6 +206,14 @@ export function computeStatus(
     ["WorkspacesResolved", workspacesResolved(rule, facts)],
     ["WebhooksInstalled", webhooksInstalled(rule, facts)],
     ["Acyclic", acyclic(rule, facts)],
+    ...(rule.localDependencies.length > 0
+      ? [
+          ["LocalTargetsProtected", localTargetsVerdict(rule.dependent!.apiExportName, facts.local)] as [
+            ConditionType,
+            Verdict,
+          ],
+        ]
+      : []),
     ...(facts.index
       ? [
           ["DependentsIndexed", dependentsIndexed(rule, facts.index, before("DependentsIndexed"), clock)] as [

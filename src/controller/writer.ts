@@ -147,7 +147,8 @@ export class Writer {
   }
 }
 
-async function send(client: ClusterClient, action: Action): Promise<void> {
+/** The one way an Action reaches kcp (also for the local-target configurations, local-targets-sync.ts). */
+export async function send(client: ClusterClient, action: Action): Promise<void> {
   if (action.kind === "create") await client.request("POST", WEBHOOK_CONFIGURATIONS_PATH, { body: action.object });
   else if (action.kind === "update")
     await client.request("PUT", `${WEBHOOK_CONFIGURATIONS_PATH}/${action.object.metadata.name}`, {

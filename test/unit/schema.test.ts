@@ -197,12 +197,7 @@ describe("DependencyRule schema", () => {
   it("requires the same fields as the original, but apiExportRef (left out only by a local target)", () => {
     assert.deepEqual(at("spec").required, ["dependencies", "dependent"]);
     assert.deepEqual(at("spec.dependent").required, ["apiExportName", "group", "kind", "resource", "version"]);
-    assert.deepEqual(at("spec.dependencies").items?.required, [
-      "fieldRef",
-      "group",
-      "resource",
-      "version",
-    ]);
+    assert.deepEqual(at("spec.dependencies").items?.required, ["fieldRef", "group", "resource", "version"]);
     assert.deepEqual(at("spec.dependencies.apiExportRef").required, ["name", "path"]);
     assert.deepEqual(DEPENDENCY_RULE_SCHEMA.required, ["spec"]);
   });

@@ -1,0 +1,166 @@
+// The I/O edge of local targets (local-targets.ts decides): per dependent export with local targets, read its
+// bindings and our configurations through its virtual workspace on every shard, apply the planned writes there, and
+// answer each rule's coverage. Read every pass (two lists per export and shard); a steady state writes nothing.
+import type { Logger } from "pino";
+import type { ParsedRule } from "../api/rule.ts";
+import { CLUSTER_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
+import { parseLogicalClusterName, WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
+import { isApiError } from "../kcp/rest.ts";
+import type { ExistingConfiguration } from "./actions.ts";
+import type { ValidatingWebhookConfiguration } from "./desired.ts";
+import {
+  acceptedWebhookClaim,
+  coverageOf,
+  exportId,
+  LOCAL_TARGETS_LABEL,
+  localConfiguration,
+  localTargetSets,
+  planLocalWrites,
+  VWC_CLAIM,
+  type DependentExport,
+  type ExportBinding,
+  type ExportView,
+  type LocalCoverage,
+} from "./local-targets.ts";
+import type { ControllerMetrics } from "./metrics.ts";
+import { send, type ClusterClient } from "./writer.ts";
+
+const APIBINDINGS = "/apis/apis.kcp.io/v1alpha2/apibindings";
+const APIEXPORT_VW = "/services/apiexport/";
+
+export interface LocalTargetsDeps {
+  /** The dep-ctrl export's virtual workspace URLs, one per shard: every export's virtual workspace is beside it. */
+  endpoints: () => string[];
+  /** A client for `<endpoint>/clusters/<cluster>`; `*` (cast) lists across the export's consumers. */
+  clientFor: (endpoint: string, cluster: LogicalClusterName) => ClusterClient;
+  webhookBaseUrl: string;
+  mayWrite: () => boolean;
+  logger: Logger;
+  metrics: ControllerMetrics;
+}
+
+/** `<shard origin and prefix>/services/apiexport/<cluster>/<export>`: where kcp serves that export on that shard. */
+export function exportEndpoint(depCtrlEndpoint: string, e: DependentExport): string | undefined {
+  const at = depCtrlEndpoint.indexOf(APIEXPORT_VW);
+  if (at < 0) return undefined;
+  return `${depCtrlEndpoint.slice(0, at)}${APIEXPORT_VW}${e.cluster}/${e.exportName}`;
+}
+
+interface Binding extends ExportBinding {
+  status?: { exportPermissionClaims?: { group?: string; resource?: string }[] };
+}
+
+/** Our configurations there; the export serves the claimed type only once it claims it, so a 404 means none. */
+async function listOurs(all: ClusterClient, selector: string): Promise<{ items: ValidatingWebhookConfiguration[] }> {
+  try {
+    return await all.request<{ items: ValidatingWebhookConfiguration[] }>(
+      "GET",
+      `${WEBHOOK_CONFIGURATIONS_PATH}${selector}`,
+    );
+  } catch (err) {
+    if (isApiError(err, 404)) return { items: [] };
+    throw err;
+  }
+}
+
+type Read = { view: ExportView; endpointOf: Map<LogicalClusterName, string> } | LocalCoverage;
+
+export class LocalTargets {
+  private readonly deps: LocalTargetsDeps;
+
+  constructor(deps: LocalTargetsDeps) {
+    this.deps = deps;
+  }
+
+  /** Installs every export's configuration where its consumers consented; ruleKeyString → coverage. */
+  async sync(
+    obs: { rules: readonly { parsed: ParsedRule }[]; caBundle?: string },
+    skip: (rule: ParsedRule) => boolean,
+  ): Promise<Map<string, LocalCoverage>> {
+    const coverage = new Map<string, LocalCoverage>();
+    const { caBundle } = obs;
+    for (const set of localTargetSets(
+      obs.rules.map((r) => r.parsed),
+      skip,
+    )) {
+      const read = await this.read(set.export);
+      let answer: LocalCoverage;
+      if ("kind" in read) answer = read;
+      else {
+        const want = localConfiguration(set, this.deps.webhookBaseUrl, caBundle);
+        answer = coverageOf(set, read.view, await this.write(want, read));
+      }
+      for (const rule of set.rules) coverage.set(rule, answer);
+    }
+    return coverage;
+  }
+
+  private async read(e: DependentExport): Promise<Read> {
+    const consumers = new Map<LogicalClusterName, boolean>();
+    const existing: ExistingConfiguration[] = [];
+    const endpointOf = new Map<LogicalClusterName, string>();
+    let claimed = false;
+    const selector = `?labelSelector=${encodeURIComponent(`${LOCAL_TARGETS_LABEL}=${exportId(e)}`)}`;
+    for (const endpoint of this.deps.endpoints().map((u) => exportEndpoint(u, e))) {
+      if (!endpoint) continue;
+      const all = this.deps.clientFor(endpoint, "*" as LogicalClusterName);
+      try {
+        const bindings = await all.request<{ items: Binding[] }>("GET", APIBINDINGS);
+        for (const b of bindings.items) {
+          const cluster = parseLogicalClusterName(b.metadata.annotations?.[CLUSTER_ANNOTATION]);
+          if (!cluster) continue;
+          consumers.set(cluster, acceptedWebhookClaim(b));
+          endpointOf.set(cluster, endpoint);
+          claimed ||= (b.status?.exportPermissionClaims ?? []).some(
+            (c) => (c.group ?? "") === VWC_CLAIM.group && c.resource === VWC_CLAIM.resource,
+          );
+        }
+        const vwcs = await listOurs(all, selector);
+        for (const object of vwcs.items) {
+          const cluster = parseLogicalClusterName(object.metadata.annotations?.[CLUSTER_ANNOTATION]);
+          if (cluster) existing.push({ cluster, object });
+        }
+      } catch (err) {
+        this.deps.metrics.errors.inc({ reason: "local_targets_read" });
+        this.deps.logger.warn(
+          { export: `${e.cluster}/${e.exportName}`, err: String(err) },
+          "cannot read local targets",
+        );
+        return { kind: "unreadable", forbidden: isApiError(err, 403), message: isApiError(err) ? `${err.status}` : "" };
+      }
+    }
+    return { view: { consumers, existing, claimed }, endpointOf };
+  }
+
+  /** The planned writes; the consumers where one failed. */
+  private async write(
+    want: ValidatingWebhookConfiguration,
+    read: { view: ExportView; endpointOf: Map<LogicalClusterName, string> },
+  ): Promise<Set<LogicalClusterName>> {
+    const failed = new Set<LogicalClusterName>();
+    for (const action of planLocalWrites(want, read.view)) {
+      const endpoint = read.endpointOf.get(action.cluster);
+      if (!endpoint || !this.deps.mayWrite()) {
+        failed.add(action.cluster);
+        continue;
+      }
+      try {
+        await send(this.deps.clientFor(endpoint, action.cluster), action);
+        this.deps.metrics.writes.inc({ action: action.kind });
+        this.deps.logger.info(
+          { cluster: action.cluster, reason: action.reason },
+          `${action.kind}d local-target configuration`,
+        );
+      } catch (err) {
+        if (action.kind === "delete" && isApiError(err, 404)) continue;
+        failed.add(action.cluster);
+        this.deps.metrics.errors.inc({ reason: "write_webhook_configuration" });
+        this.deps.logger.warn(
+          { cluster: action.cluster, err: String(err) },
+          "could not write local-target configuration",
+        );
+      }
+    }
+    return failed;
+  }
+}
