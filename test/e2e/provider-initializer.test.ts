@@ -18,6 +18,16 @@ import { dependencyRule } from "../../tools/kcp/rules.ts";
 import { tenant } from "../../tools/kcp/tenant.ts";
 import { EXPORT_NAME, IDENTITIES, PATHS, RBAC_VARS } from "../../tools/kcp/topology.ts";
 import {
+  bindVault,
+  CONFIGMAPS,
+  grantLocalTargets,
+  SECRETS,
+  VAULT_GROUP,
+  vaultApi,
+  vaultObjects,
+  vaultRule,
+} from "./local-targets.ts";
+import {
   RULES,
   VPCS,
   assertDenied,
@@ -266,4 +276,51 @@ test("the artifact-transfer shape: one export, four paths with [*], a provider o
   await consumer.request("DELETE", `${ORDERS}/transfer-1`);
   await waitForProtection(consumer, `${ENDPOINTS}/default-src`, false);
   for (const name of held) assert.deepEqual(await tryDelete(consumer, `${ENDPOINTS}/${name}`), { allowed: true }, name);
+});
+
+test("local targets: a Secret and a ConfigMap an Endpoint names are protected where the consumer consented", async () => {
+  await platform();
+  if (!e2e.bins.controller?.proc.running || !e2e.bins.controllerArgs.includes(INITIALIZER_ARGS[0]!))
+    await restartController();
+  const vault = `${PROVIDERS}:vault`;
+  await createWorkspace(e2e.kcp.admin, vault, { type: "dependency-provider" });
+  const provider = (await tenant(e2e.kcp, vault, { name: "owner" })).client;
+  await apply(provider, vaultApi());
+  await grantLocalTargets(provider, file("deploy/rbac/provider-local-targets.yaml"));
+  await apply(provider, [vaultRule()]);
+
+  const [accepting, declining] = ["root:orgs:acme:vault-a", "root:orgs:acme:vault-b"];
+  const consumers: RestClient[] = [];
+  for (const [path, accept] of [
+    [accepting, true],
+    [declining, false],
+  ] as const) {
+    await createWorkspace(e2e.kcp.admin, path);
+    const consumer = (await tenant(e2e.kcp, path, { name: "owner" })).client;
+    await bindVault(consumer, vault, accept);
+    await waitForBinding(consumer, VAULT_GROUP);
+    await create(consumer, ...vaultObjects());
+    consumers.push(consumer);
+  }
+  const [a, b] = consumers as [RestClient, RestClient];
+  const message = await waitFor(
+    "LocalTargetsProtected counting 1 of 2",
+    async () => {
+      const r = await provider.get<{ status?: { conditions?: Cond[] } }>(`${RULES}/endpoint-credentials`);
+      const c = r.status?.conditions?.find((x) => x.type === "LocalTargetsProtected");
+      return c?.status === "True" && /in 1 of 2 consumer workspaces/.test(c.message ?? "") ? c.message : undefined;
+    },
+    { timeoutMs: 90_000, intervalMs: 500 },
+  );
+  assert.match(message, /^protecting configmaps and secrets in 1 of 2 consumer workspaces; 1 did not accept/);
+  await waitRuleReady(provider, "endpoint-credentials");
+
+  await waitForProtection(a, `${SECRETS}/held-secret`, true);
+  assertDenied(await tryDelete(a, `${SECRETS}/held-secret`), /still referenced by Endpoint\/e1$/);
+  assertDenied(await tryDelete(a, `${CONFIGMAPS}/held-ca`), /still referenced by Endpoint\/e1$/);
+  assert.deepEqual(await tryDelete(a, `${SECRETS}/free-secret`), { allowed: true });
+  assert.deepEqual(await tryDelete(a, `${CONFIGMAPS}/free-ca`), { allowed: true });
+  // The consumer that declined keeps working, unprotected.
+  assert.deepEqual(await tryDelete(b, `${SECRETS}/held-secret`), { allowed: true });
+  assert.deepEqual(await tryDelete(b, `${CONFIGMAPS}/held-ca`), { allowed: true });
 });

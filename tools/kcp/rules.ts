@@ -54,7 +54,9 @@ export function dependencyRule(name: string, dependencies: DependencySpec[], opt
       dependencies: dependencies.map((d) => {
         const group = d.group ?? (d.local ? "" : "network.test.io");
         return {
-          ...(d.local ? {} : { apiExportRef: { path: d.path ?? "root:network-provider", name: d.exportName ?? group } }),
+          ...(d.local
+            ? {}
+            : { apiExportRef: { path: d.path ?? "root:network-provider", name: d.exportName ?? group } }),
           group,
           version: d.version ?? "v1",
           resource: d.resource,
