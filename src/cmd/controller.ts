@@ -83,7 +83,7 @@ const FLAGS: Flag[] = [
 ];
 
 /** --provider-workspace-type and --webhook-user, which come together. */
-function parseInitializer(v: Record<string, string | undefined>, env: NodeJS.ProcessEnv): ProviderInitializerConfig {
+function parseInitializer(v: Record<string, string | undefined>): ProviderInitializerConfig {
   const type = v["provider-workspace-type"];
   const webhookUser = v["webhook-user"];
   if (!type) return {};
@@ -96,8 +96,6 @@ function parseInitializer(v: Record<string, string | undefined>, env: NodeJS.Pro
   return {
     providerWorkspaceType: { path: m[1]!, name: m[3]! },
     webhookUser,
-    // Test only (test/e2e/provider-initializer.test.ts): a crash between setting a workspace up and releasing it.
-    ...(env["DEPENDENCY_CONTROLLER_TEST_EXIT_BEFORE_RELEASE"] === "1" ? { exitBeforeInitializerRelease: true } : {}),
   };
 }
 
@@ -141,7 +139,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     validateRules: parse.bool(v["validate-rules"]!, "validate-rules"),
     ...parseMaxRules(v),
     ...parseAllowInsecureKcp(v),
-    ...parseInitializer(v, env),
+    ...parseInitializer(v),
   };
 }
 

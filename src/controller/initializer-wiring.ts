@@ -10,8 +10,6 @@ export interface ProviderInitializerConfig {
   providerWorkspaceType?: { path: string; name: string };
   /** The webhook's user name, bound by the index consent the initializer writes into each provider workspace. */
   webhookUser?: string;
-  /** Test only: exit the process after a workspace is set up, before its initializer is removed (a crash there). */
-  exitBeforeInitializerRelease?: boolean;
 }
 
 export function providerInitializerOf(
@@ -31,14 +29,6 @@ export function providerInitializerOf(
     clock,
     resyncMs: config.resyncMs,
     mayWrite,
-    ...(config.exitBeforeInitializerRelease
-      ? {
-          beforeRelease: (cluster: string) => {
-            logger.warn({ cluster }, "test hook: exiting before removing the initializer");
-            process.exit(3);
-          },
-        }
-      : {}),
   });
   initializer.start();
   return initializer;

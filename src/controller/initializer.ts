@@ -48,8 +48,6 @@ export interface ProviderInitializerOptions {
   resyncMs: number;
   /** Only the leader writes; followers keep the watch warm. */
   mayWrite: () => boolean;
-  /** Test hook, called after a workspace's writes are all in and before its initializer is removed. */
-  beforeRelease?: (cluster: string) => void;
 }
 
 export class ProviderInitializer {
@@ -137,7 +135,6 @@ export class ProviderInitializer {
       log.debug({ reason: plan.reason }, "waiting");
       return false;
     }
-    this.opts.beforeRelease?.(cluster);
     const lc = await ws.get<LogicalCluster>(LOGICAL_CLUSTER);
     const initializers = lc.status?.initializers ?? [];
     if (!initializers.includes(initializer)) return true;

@@ -2,14 +2,20 @@
 // applies deploy/kcp/workspacetype-provider.yaml and deploy/rbac/provider-initializer.yaml once, the controller serves
 // the type's initializer (--provider-workspace-type), and a provider created as a workspace of that type needs nothing
 // applied by hand: with its own workspace-scoped token it exports its API and writes a rule, which reads Ready and
-// protects. The controller killed between setting a workspace up and removing the initializer finishes it after a
-// restart. Second: the artifact-transfer rule's shape, one export holding the dependent (Order) and the dependency
+// protects. kcp holds one such workspace's setup mid-way (its last write refused), the controller is killed there, and
+// a fresh one finishes it. Second: the artifact-transfer rule's shape, one export holding the dependent (Order) and the dependency
 // (Endpoint), four field paths with `[*]`, a provider at root:providers:odd and consumers at root:orgs:acme:demo.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { acceptedClaims, INDEX_CONSENT_NAME } from "../../src/controller/initializer-plan.ts";
+import {
+  acceptedClaims,
+  APIBINDINGS_PATH,
+  CONSENT_BINDING_PATH as CONSENT_BINDING,
+  CONSENT_ROLE_PATH,
+  INDEX_CONSENT_NAME,
+} from "../../src/controller/initializer-plan.ts";
 import type { RestClient } from "../../src/kcp/rest.ts";
 import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
@@ -57,10 +63,83 @@ type Cond = { type: string; status: string; reason?: string; message?: string };
 /** What kcp holds inside a workspace, read as the shard's system:masters (an Initializing workspace admits no one else). */
 const inside = (cluster: string): RestClient => e2e.kcp.shardAdmins[0]!.forCluster(cluster);
 
-async function restartController(env?: NodeJS.ProcessEnv): Promise<void> {
+async function restartController(): Promise<void> {
   await e2e.bins.controller?.proc.stop();
   e2e.bins.controllerArgs = INITIALIZER_ARGS;
-  await e2e.bins.startController(env ? { env } : {});
+  await e2e.bins.startController();
+}
+
+type LC = { status?: { initializers?: string[] } };
+type CRB = { roleRef: { name: string }; subjects?: unknown[] };
+type Claim = { group: string; resource: string; state?: string; selector?: { matchAll?: boolean } };
+type Binding = { spec: { reference: { export: { name: string } }; permissionClaims?: Claim[] } };
+
+/** Which of the dep-ctrl export's claims the workspace's binding of it does not accept for every object. */
+async function unacceptedClaims(cluster: string): Promise<string[]> {
+  const bindings = await inside(cluster).listAll<Binding>(APIBINDINGS_PATH);
+  const depCtrl = bindings.items.filter((b) => b.spec.reference.export.name === EXPORT_NAME);
+  assert.equal(depCtrl.length, 1, "one binding of the dep-ctrl export (kcp's default one and ours are the same)");
+  const claims = depCtrl[0]!.spec.permissionClaims ?? [];
+  return acceptedClaims().flatMap((want) => {
+    const have = claims.find((c) => c.group === want.group && c.resource === want.resource);
+    return have?.state === "Accepted" && have.selector?.matchAll === true ? [] : [want.resource];
+  });
+}
+
+/**
+ * Creates root:providers:<name> while nothing serves the initializer, makes kcp hold its setup mid-way, starts the
+ * controller and returns the workspace's logical cluster once the setup is shown to be stuck there. The hold is a
+ * ClusterRoleBinding of the index consent's name bound to another role: kcp never lets a roleRef change, so the
+ * controller's last write (putting the consent's roleRef back) is refused on every pass while its earlier writes
+ * stand, and the initializer stays.
+ */
+async function heldMidway(name: string): Promise<string> {
+  await e2e.bins.controller?.proc.stop();
+  await e2e.kcp.admin.request("POST", WORKSPACES, {
+    body: {
+      apiVersion: "tenancy.kcp.io/v1alpha1",
+      kind: "Workspace",
+      metadata: { name },
+      spec: { type: { name: "dependency-provider", path: "root" } },
+    },
+  });
+  const cluster = await waitFor(
+    `${name}'s logical cluster`,
+    async () => (await e2e.kcp.admin.get<Workspace>(`${WORKSPACES}/${name}`)).spec?.cluster,
+    { timeoutMs: 90_000, intervalMs: 200 },
+  );
+  await waitFor(
+    `${name} to carry the initializer`,
+    async () => (await inside(cluster).get<LC>(LOGICAL_CLUSTER)).status?.initializers?.includes(INITIALIZER),
+    { timeoutMs: 90_000, intervalMs: 200 },
+  );
+  const rbac = "rbac.authorization.k8s.io";
+  await inside(cluster).request("POST", CONSENT_BINDING.replace(/\/[^/]+$/, ""), {
+    body: {
+      apiVersion: `${rbac}/v1`,
+      kind: "ClusterRoleBinding",
+      metadata: { name: INDEX_CONSENT_NAME },
+      roleRef: { apiGroup: rbac, kind: "ClusterRole", name: "someone-elses-role" },
+      subjects: [{ apiGroup: rbac, kind: "User", name: IDENTITIES.webhook.user }],
+    },
+  });
+  await restartController();
+  const proc = e2e.bins.controller!.proc;
+  await waitFor(
+    "kcp to refuse the controller's last write",
+    async () => /cannot change roleRef/.test(proc.logTail(40)),
+    {
+      timeoutMs: 90_000,
+      intervalMs: 200,
+    },
+  );
+  // Mid-way, as kcp shows it: the binding's claims accepted and the consent's role written, the initializer still on.
+  assert.deepEqual(await unacceptedClaims(cluster), []);
+  assert.ok(await inside(cluster).getOptional(CONSENT_ROLE_PATH));
+  assert.equal((await inside(cluster).get<CRB>(CONSENT_BINDING)).roleRef.name, "someone-elses-role");
+  assert.ok((await inside(cluster).get<LC>(LOGICAL_CLUSTER)).status?.initializers?.includes(INITIALIZER));
+  assert.equal((await e2e.kcp.admin.get<Workspace>(`${WORKSPACES}/${name}`)).status?.phase, "Initializing");
+  return cluster;
 }
 
 async function waitRuleReady(ws: RestClient, name: string): Promise<void> {
@@ -86,43 +165,12 @@ async function setUpPlatform(): Promise<void> {
 
 test("a provider of the type is set up by the initializer, also across a controller crash mid-way", async () => {
   await platform();
-  // The test hook makes the controller exit once a workspace is set up, right before it would remove the initializer.
-  await restartController({ DEPENDENCY_CONTROLLER_TEST_EXIT_BEFORE_RELEASE: "1" });
-  await e2e.kcp.admin.request("POST", WORKSPACES, {
-    body: {
-      apiVersion: "tenancy.kcp.io/v1alpha1",
-      kind: "Workspace",
-      metadata: { name: "gadgets" },
-      spec: { type: { name: "dependency-provider", path: "root" } },
-    },
-  });
+  const cluster = await heldMidway("gadgets");
+  // The crash: SIGKILL while kcp holds the setup mid-way, then the hold goes and a fresh process takes over.
   const proc = e2e.bins.controller!.proc;
-  await waitFor("the controller to stop at the hook", async () => (!proc.running ? true : undefined), {
-    timeoutMs: 90_000,
-  });
-  assert.equal(proc.exitCode, 3, proc.logTail(20));
-  const ws = await e2e.kcp.admin.get<Workspace>(`${WORKSPACES}/gadgets`);
-  const cluster = ws.spec!.cluster!;
-  assert.equal(ws.status?.phase, "Initializing");
-  type LC = { status?: { initializers?: string[] } };
-  assert.ok((await inside(cluster).get<LC>(LOGICAL_CLUSTER)).status?.initializers?.includes(INITIALIZER));
-  // Written before the crash: the dep-ctrl binding, every claim accepted, and the index consent.
-  const bindings = await inside(cluster).listAll<{
-    spec: { reference: { export: { name: string } }; permissionClaims?: unknown[] };
-  }>("/apis/apis.kcp.io/v1alpha2/apibindings");
-  const depCtrl = bindings.items.filter((b) => b.spec.reference.export.name === EXPORT_NAME);
-  assert.equal(depCtrl.length, 1, "one binding of the dep-ctrl export (kcp's default one and ours are the same)");
-  type Claim = { group: string; resource: string; state?: string; selector?: { matchAll?: boolean } };
-  const claims = (depCtrl[0]!.spec.permissionClaims ?? []) as Claim[];
-  for (const want of acceptedClaims()) {
-    const have = claims.find((c) => c.group === want.group && c.resource === want.resource);
-    assert.ok(
-      have?.state === "Accepted" && have.selector?.matchAll === true,
-      `claim ${want.resource}: ${JSON.stringify(have)}`,
-    );
-  }
-  assert.ok(await inside(cluster).getOptional(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${INDEX_CONSENT_NAME}`));
-
+  proc.killGroup("SIGKILL");
+  await waitFor("the controller to die", async () => (!proc.running ? true : undefined), { timeoutMs: 30_000 });
+  await inside(cluster).request("DELETE", CONSENT_BINDING);
   await restartController();
   await waitFor(
     "root:providers:gadgets Ready",
@@ -130,6 +178,11 @@ test("a provider of the type is set up by the initializer, also across a control
     { timeoutMs: 90_000, intervalMs: 300 },
   );
   assert.ok(!(await inside(cluster).get<LC>(LOGICAL_CLUSTER)).status?.initializers?.includes(INITIALIZER));
+  const consent = await inside(cluster).get<CRB>(CONSENT_BINDING);
+  assert.equal(consent.roleRef.name, INDEX_CONSENT_NAME);
+  assert.deepEqual(consent.subjects, [
+    { apiGroup: "rbac.authorization.k8s.io", kind: "User", name: IDENTITIES.webhook.user },
+  ]);
 
   // The provider, with its own token and nothing else: its API and a rule whose Gadgets depend on VPCs.
   const provider = (await tenant(e2e.kcp, `${PROVIDERS}:gadgets`, { name: "owner" })).client;

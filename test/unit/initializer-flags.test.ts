@@ -21,7 +21,6 @@ describe("controller flags: provider workspace initializer", () => {
     assert.ok(c !== "help");
     assert.deepEqual(c.providerWorkspaceType, { path: "root:platform", name: "dependency-provider" });
     assert.equal(c.webhookUser, "hook");
-    assert.equal(c.exitBeforeInitializerRelease, undefined);
   });
 
   it("refuses a type without a path, a bad name, or no webhook user", () => {
@@ -36,11 +35,5 @@ describe("controller flags: provider workspace initializer", () => {
       () => parseConfig([...base, "--provider-workspace-type=root:dependency-provider"], {}),
       /needs --webhook-user/,
     );
-  });
-
-  it("arms the crash hook only with its test variable", () => {
-    const argv = [...base, "--provider-workspace-type=root:dependency-provider", "--webhook-user=hook"];
-    const c = parseConfig(argv, { DEPENDENCY_CONTROLLER_TEST_EXIT_BEFORE_RELEASE: "1" });
-    assert.ok(c !== "help" && c.exitBeforeInitializerRelease === true);
   });
 });
