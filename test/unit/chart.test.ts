@@ -632,6 +632,67 @@ describe("helm chart: the Go original's per-binary image keys", () => {
   });
 });
 
+describe("helm chart: the provider initializer (controller.providerInitializer)", () => {
+  const KCP = "webhook:\n  networkPolicy:\n    kcpCIDRs: [10.0.0.0/8]\n";
+  const RBAC_FILE = path.join(REPO, "deploy/rbac/provider-initializer.yaml");
+  const on = (type: string): string =>
+    `controller:\n  providerInitializer:\n    workspaceType: ${type}\n    webhookUser: dependency-webhook\n${KCP}`;
+  /** The controller's parsed flags and the install notes' initializer step, from one set of values. */
+  function release(values: string): { flags: ReturnType<typeof parseConfig>; notes: string } {
+    const file = valuesFile("initializer", values);
+    const d = one(render("kdc", "ns", [file]), "Deployment", "kdc-kcp-dependency-controller-controller");
+    // helm template leaves NOTES.txt out; a copy of the chart renders its initializer step into a ConfigMap.
+    const chart = path.join(tmp, "chart-with-notes-probe");
+    if (!existsSync(chart)) {
+      cpSync(CHART, chart, { recursive: true });
+      writeFileSync(
+        path.join(chart, "templates/notes-probe.yaml"),
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: {{ include "kdc.providerInitializerNotes" . | quote }}\n',
+      );
+    }
+    const r = helm(["template", "kdc", chart, "-f", file, "--show-only", "templates/notes-probe.yaml"]);
+    assert.equal(r.status, 0, r.stderr);
+    const notes = (parseYaml(r.stdout) as { data: { notes: string } }).data.notes;
+    return { flags: parseConfig(d.spec?.template.spec?.containers[0]?.args ?? [], {}), notes };
+  }
+  /** The ClusterRole rules of the RBAC file, after the notes' own sed (if any) ran over it. */
+  function fileRules(notes: string): unknown {
+    const sed = /^\s*sed '(.*)' \|$/m.exec(notes)?.[1];
+    const text = sed ? execFileSync("sed", [sed, RBAC_FILE], { encoding: "utf8" }) : readFileSync(RBAC_FILE, "utf8");
+    const docs = parseAllDocuments(text).map((d) => d.toJS() as KObject | null);
+    return must(
+      docs.find((o) => o?.kind === "ClusterRole"),
+      "the file's ClusterRole",
+    )["rules"];
+  }
+  const notesRules = (notes: string): unknown => {
+    const block = /^ {2}rules:\n((?: {4}.*\n)+)/m.exec(notes)?.[1];
+    return parseYaml(must(block, `a rules block in the notes:\n${notes}`).replace(/^ {4}/gm, ""));
+  };
+
+  it("is off by default: no initializer flags, no notes step", () => {
+    const { flags, notes } = release(KCP);
+    assert.ok(flags !== "help" && flags.providerWorkspaceType === undefined && flags.webhookUser === undefined);
+    assert.equal(notes.trim(), "");
+  });
+
+  it("passes both flags the controller accepts, and the notes give the file's right for the type", () => {
+    for (const [type, path_, name] of [
+      ["root:dependency-provider", "root", "dependency-provider"],
+      ["root:platform:arc-provider", "root:platform", "arc-provider"],
+    ] as const) {
+      const { flags, notes } = release(on(type));
+      assert.ok(flags !== "help");
+      assert.deepEqual(flags.providerWorkspaceType, { path: path_, name }, type);
+      assert.equal(flags.webhookUser, "dependency-webhook");
+      const rules = notesRules(notes);
+      assert.deepEqual(rules, fileRules(notes), `${type}: the notes' right is the one their command applies`);
+      assert.deepEqual((rules as { resourceNames?: string[] }[])[0]?.resourceNames, [name], type);
+      assert.match(notes, new RegExp(`kubectl --server="\\$KCP_URL/clusters/${path_}" apply -f -`));
+    }
+  });
+});
+
 describe("helm chart: the webhook port is closed by default", () => {
   it("refuses to render the default values: they do not say where kcp calls from", () => {
     const r = helm(["template", "kdc", CHART]);
@@ -746,6 +807,16 @@ describe("helm chart: wrong values fail with a message that says what to change"
       values,
       message: new RegExp(`at '${at}': additional properties '${key}' not allowed`),
     })),
+    {
+      name: "a provider workspace type without the webhook user",
+      values: "controller:\n  providerInitializer:\n    workspaceType: root:dependency-provider\n",
+      message: /controller\.providerInitializer\.workspaceType needs controller\.providerInitializer\.webhookUser/,
+    },
+    {
+      name: "a provider workspace type without its workspace path",
+      values: "controller:\n  providerInitializer:\n    workspaceType: dependency-provider\n    webhookUser: hook\n",
+      message: /controller\/providerInitializer\/workspaceType.*does not match pattern/,
+    },
     {
       name: "a LoadBalancer open to every address",
       values: "webhook:\n  service:\n    type: LoadBalancer\n",

@@ -69,6 +69,36 @@ digest survives relocation, so a relocated repository keeps the shared digest.
 {{- end -}}
 {{- end -}}
 
+{{- /* The WorkspaceType whose initializer the controller serves, `<path>:<name>`; empty when off. dig: a release
+upgraded with --reuse-values keeps values from before the key existed. */ -}}
+{{- define "kdc.providerWorkspaceType" -}}
+{{ dig "providerInitializer" "workspaceType" "" .Values.controller }}
+{{- end -}}
+
+{{- /* The install notes' step for the provider initializer: the right deploy/rbac/provider-initializer.yaml grants,
+for the type in the values (test/unit/chart.test.ts compares it with the file). */ -}}
+{{- define "kdc.providerInitializerNotes" -}}
+{{- with include "kdc.providerWorkspaceType" . }}
+{{- $path := regexReplaceAll ":[^:]*$" . "" }}
+{{- $name := regexFind "[^:]*$" . }}
+
+The controller serves the initializer of WorkspaceType {{ . }}. In {{ $path }}, kcp must grant the
+controller's user the ClusterRole of deploy/rbac/provider-initializer.yaml for that type:
+  rules:
+    - apiGroups: [tenancy.kcp.io]
+      resources: [workspacetypes]
+      resourceNames: [{{ $name }}]
+      verbs: [get, initialize]
+    - nonResourceURLs: ["/"]
+      verbs: [access]
+  envsubst '${CONTROLLER_USER}' <deploy/rbac/provider-initializer.yaml |
+    {{- if ne $name "dependency-provider" }}
+    sed 's/resourceNames: \[dependency-provider\]/resourceNames: [{{ $name }}]/' |
+    {{- end }}
+    kubectl --server="$KCP_URL/clusters/{{ $path }}" apply -f -
+{{- end }}
+{{- end -}}
+
 {{- define "kdc.imagePullPolicy" -}}
 {{ dig "image" "pullPolicy" "" (index .ctx.Values .component) | default .ctx.Values.image.pullPolicy }}
 {{- end -}}
@@ -200,6 +230,9 @@ Included once, from the webhook Deployment.
 {{- end -}}
 {{- if and (dig "priorityClass" "create" false .Values.webhook) .Values.webhook.priorityClassName -}}
 {{- fail (printf "webhook.priorityClass.create and webhook.priorityClassName (%q) are exclusive: create the chart's PriorityClass, or name an existing one." .Values.webhook.priorityClassName) -}}
+{{- end -}}
+{{- if and (include "kdc.providerWorkspaceType" .) (not (dig "providerInitializer" "webhookUser" "" .Values.controller)) -}}
+{{- fail "controller.providerInitializer.workspaceType needs controller.providerInitializer.webhookUser: the index consent the initializer writes into each provider workspace binds the webhook's user name in kcp (${WEBHOOK_USER} of deploy/rbac/)." -}}
 {{- end -}}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.service.enabled) -}}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.service.enabled=true: the ServiceMonitor scrapes the metrics Services." -}}
