@@ -169,6 +169,16 @@ export async function scrapeSeries(p: BinaryProcess, series: string): Promise<nu
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
+/** The sum of all series of a counter on a binary's /metrics (0 while it has none), e.g. writes by any action. */
+export async function scrapeCounter(p: BinaryProcess, name: string): Promise<number> {
+  const res = await fetch(`${p.healthUrl}/metrics`);
+  if (!res.ok) throw new Error(`${p.healthUrl}/metrics: ${res.status}`);
+  return (await res.text())
+    .split("\n")
+    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+    .reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
+}
+
 /**
  * Waits until a webhook in index mode has every dependent type it watches ready (none syncing or failing). Readiness
  * does not wait for a failing type (e.g. a grant given after the rules synced), nor past its 60 s grace.

@@ -10,7 +10,7 @@ import { REPO_ROOT } from "./harness.ts";
 import { EXPORT_NAME, IDENTITIES, PATHS, type KcpEnv, type LookupMode } from "./layout.ts";
 
 // The binaries and the layout have their own files; the tests and tools import them from here too.
-export { Binaries, scrapeSeries, waitIndexed, waitReady, type BinariesFrom, type BinaryProcess } from "./binaries.ts";
+export { Binaries, scrapeCounter, scrapeSeries, waitIndexed, waitReady, type BinariesFrom, type BinaryProcess } from "./binaries.ts";
 export { EXPORT_NAME, IDENTITIES, PATHS, TOKENS, type KcpEnv, type LookupMode } from "./layout.ts";
 
 const file = (rel: string): string => readFileSync(path.join(REPO_ROOT, rel), "utf8");
@@ -85,6 +85,12 @@ export async function applyDepCtrlApi(env: KcpEnv, policy = true): Promise<void>
   await apply(ws, apiExport);
 }
 
+/**
+ * The fixtures' workspaces, APIs, bindings and grants. Steps that do not need each other run at once (every e2e file,
+ * integration test, bench and soak pays for this setup; each workspace or binding is a few seconds of kcp's own
+ * controllers): the five workspaces together; the dep-ctrl API beside the providers' APIs; then the providers' dep-ctrl
+ * bindings beside the consumers' bindings of the providers' APIs.
+ */
 export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Promise<Topology> {
   const log = opts.log ?? ((): void => undefined);
   const vars = {
@@ -95,41 +101,50 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
   log(
     "creating workspaces root:dep-ctrl, root:network-provider, root:compute-provider, root:consumer1, root:consumer2",
   );
-  const clusters = {} as Record<keyof typeof PATHS, LogicalClusterName>;
-  for (const [key, p] of Object.entries(PATHS) as [keyof typeof PATHS, string][]) {
-    const shard = opts.placement?.[key];
-    clusters[key] = await createWorkspace(env.admin, p, shard ? { shard } : {});
-  }
+  const entries = Object.entries(PATHS) as [keyof typeof PATHS, string][];
+  const created = await Promise.all(
+    entries.map(async ([key, p]) => {
+      const shard = opts.placement?.[key];
+      return [key, await createWorkspace(env.admin, p, shard ? { shard } : {})] as const;
+    }),
+  );
+  const clusters = Object.fromEntries(created) as Record<keyof typeof PATHS, LogicalClusterName>;
 
   const policy = opts.maximalPermissionPolicy ?? true;
+  const lookup = opts.lookup ?? "index";
   log(
     `dep-ctrl: the DependencyRule APIResourceSchema and APIExport (deploy/kcp/, ${policy ? "with" : "WITHOUT"} its ` +
-      "maximal permission policy), bootstrap RBAC (deploy/rbac/)",
+      "maximal permission policy), bootstrap RBAC (deploy/rbac/); providers: export their APIs",
   );
-  await applyDepCtrlApi(env, policy);
-  await apply(env.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), RBAC_VARS);
-  await apply(env.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS);
-  const lookup = opts.lookup ?? "index";
-  if (lookup !== "index")
-    for (const shardAdmin of env.shardAdmins) {
-      await apply(shardAdmin.forCluster("system:admin"), file("deploy/rbac/system-admin.yaml"), RBAC_VARS);
-    }
+  await Promise.all([
+    (async (): Promise<void> => {
+      await applyDepCtrlApi(env, policy);
+      await apply(env.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), RBAC_VARS);
+    })(),
+    apply(env.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS),
+    ...(lookup !== "index"
+      ? env.shardAdmins.map((a) =>
+          apply(a.forCluster("system:admin"), file("deploy/rbac/system-admin.yaml"), RBAC_VARS),
+        )
+      : []),
+    apply(env.ws(PATHS.network), file("test/fixtures/network-provider.yaml")),
+    apply(env.ws(PATHS.compute), file("test/fixtures/compute-provider.yaml")),
+    ...(lookup !== "live" ? PROVIDER_EXPORTS.map((p) => grantIndex(env, p.path, p.exportName)) : []),
+  ]);
 
-  log("providers: export their APIs and bind the dep-ctrl export, accepting its webhook-configuration claim");
-  await apply(env.ws(PATHS.network), file("test/fixtures/network-provider.yaml"));
-  await apply(env.ws(PATHS.compute), file("test/fixtures/compute-provider.yaml"));
-  for (const p of [PATHS.network, PATHS.compute]) {
-    await apply(env.ws(p), depCtrlBinding(PATHS.depCtrl));
-    await waitForBinding(env.ws(p), EXPORT_NAME);
-  }
-  if (lookup !== "live") for (const p of PROVIDER_EXPORTS) await grantIndex(env, p.path, p.exportName);
-
-  log("consumers: bind the network and compute APIs");
-  for (const p of [PATHS.consumer1, PATHS.consumer2]) {
-    await apply(env.ws(p), file("test/fixtures/consumer-bindings.yaml"), vars);
-    await waitForBinding(env.ws(p), "network.test.io");
-    await waitForBinding(env.ws(p), "compute.test.io");
-  }
+  log(
+    "providers: bind the dep-ctrl export, accepting its webhook-configuration claim; consumers: bind the network and compute APIs",
+  );
+  await Promise.all([
+    ...[PATHS.network, PATHS.compute].map(async (p) => {
+      await apply(env.ws(p), depCtrlBinding(PATHS.depCtrl));
+      await waitForBinding(env.ws(p), EXPORT_NAME);
+    }),
+    ...[PATHS.consumer1, PATHS.consumer2].map(async (p) => {
+      await apply(env.ws(p), file("test/fixtures/consumer-bindings.yaml"), vars);
+      await Promise.all([waitForBinding(env.ws(p), "network.test.io"), waitForBinding(env.ws(p), "compute.test.io")]);
+    }),
+  ]);
   return { clusters, vars };
 }
 
