@@ -14,6 +14,8 @@ import {
   PROVIDER_EXPORTS,
   RBAC_VARS,
   grantIndex,
+  scrapeCounter,
+  scrapeSeries,
   waitIndexed,
   waitReady,
 } from "../../tools/kcp/topology.ts";
@@ -90,9 +92,16 @@ test("11a. restarting the controller changes nothing", async () => {
   await waitForVwc(e2e.kcp, true);
   const before = await e2e.kcp.ws(PATHS.network).get<{ metadata: { resourceVersion: string } }>(VWC_PATH);
   await e2e.bins.controller?.proc.stop();
-  await e2e.bins.startController();
-  // Give the new process a few passes; a level-triggered controller must find nothing to write.
-  await new Promise((r) => setTimeout(r, 5_000));
+  const controller = await e2e.bins.startController();
+  // A level-triggered controller finds nothing to write: its first complete pass as leader (counted, not waited out)
+  // writes neither a webhook configuration nor a rule status.
+  await waitFor(
+    "the new controller's first complete pass",
+    async () => ((await scrapeSeries(controller, 'dependency_controller_reconciles_total{result="success"}')) ?? 0) > 0,
+    { timeoutMs: 60_000, intervalMs: 100 },
+  );
+  assert.equal(await scrapeCounter(controller, "dependency_controller_webhook_configuration_writes_total"), 0);
+  assert.equal(await scrapeCounter(controller, "dependency_controller_status_writes_total"), 0);
   const after = await e2e.kcp.ws(PATHS.network).get<{ metadata: { resourceVersion: string } }>(VWC_PATH);
   assert.equal(after.metadata.resourceVersion, before.metadata.resourceVersion);
 });
