@@ -157,10 +157,16 @@ async function waitRuleReady(ws: RestClient, name: string): Promise<void> {
 let platformReady: Promise<void> | undefined;
 const platform = (): Promise<void> => (platformReady ??= setUpPlatform());
 async function setUpPlatform(): Promise<void> {
-  await apply(e2e.kcp.ws("root"), file("deploy/kcp/workspacetype-provider.yaml"));
-  await apply(e2e.kcp.ws("root"), file("deploy/rbac/provider-initializer.yaml"), RBAC_VARS);
-  await createWorkspace(e2e.kcp.admin, PROVIDERS);
-  await apply(e2e.kcp.ws(PROVIDERS), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS);
+  await Promise.all([
+    (async (): Promise<void> => {
+      await apply(e2e.kcp.ws("root"), file("deploy/kcp/workspacetype-provider.yaml"));
+      await apply(e2e.kcp.ws("root"), file("deploy/rbac/provider-initializer.yaml"), RBAC_VARS);
+    })(),
+    (async (): Promise<void> => {
+      await createWorkspace(e2e.kcp.admin, PROVIDERS);
+      await apply(e2e.kcp.ws(PROVIDERS), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS);
+    })(),
+  ]);
 }
 
 test("a provider of the type is set up by the initializer, also across a controller crash mid-way", async () => {

@@ -173,7 +173,10 @@ export async function scrapeSeries(p: BinaryProcess, series: string): Promise<nu
 export async function scrapeCounter(p: BinaryProcess, name: string): Promise<number> {
   const res = await fetch(`${p.healthUrl}/metrics`);
   if (!res.ok) throw new Error(`${p.healthUrl}/metrics: ${res.status}`);
-  return (await res.text())
+  const text = await res.text();
+  // A misspelt name would read 0 forever: the counter must be declared even while it has no series.
+  if (!text.includes(`# TYPE ${name} counter`)) throw new Error(`${p.healthUrl}/metrics declares no counter ${name}`);
+  return text
     .split("\n")
     .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
     .reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
