@@ -10,7 +10,15 @@ import { REPO_ROOT } from "./harness.ts";
 import { EXPORT_NAME, IDENTITIES, PATHS, type KcpEnv, type LookupMode } from "./layout.ts";
 
 // The binaries and the layout have their own files; the tests and tools import them from here too.
-export { Binaries, scrapeCounter, scrapeSeries, waitIndexed, waitReady, type BinariesFrom, type BinaryProcess } from "./binaries.ts";
+export {
+  Binaries,
+  scrapeCounter,
+  scrapeSeries,
+  waitIndexed,
+  waitReady,
+  type BinariesFrom,
+  type BinaryProcess,
+} from "./binaries.ts";
 export { EXPORT_NAME, IDENTITIES, PATHS, TOKENS, type KcpEnv, type LookupMode } from "./layout.ts";
 
 const file = (rel: string): string => readFileSync(path.join(REPO_ROOT, rel), "utf8");
