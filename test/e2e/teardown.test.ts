@@ -1,12 +1,13 @@
-// `kubectl dependencies teardown` on real kcp, run as kubectl runs the plugin, with the admin's kubeconfig. The demo
-// topology plus a network-provider rule (Subnets depend on their VPC) gives a cross-provider chain VM → Subnet → VPC:
+// `kubectl dependencies teardown` on real kcp, run as kubectl runs the plugin, with the consumer's own ServiceAccount
+// token (never kcp-admin); the network provider's rules are written with its own token. The demo topology plus a
+// network-provider rule (Subnets depend on their VPC) gives a cross-provider chain VM → Subnet → VPC:
 // the plan lists three waves in that order; the run empties the namespace with no refused delete and no ordering
 // violation (judged by kcp's resourceVersions from watches) while the test plays a backend that holds each VM with a
 // finalizer for a moment; a cycle (a second rule, VPCs naming a subnet at .spec.cidr) is reported with exit 1.
-// The consumer's own ServiceAccount token (never kcp-admin) then: a VM whose finalizer the test holds keeps its VPC
-// while it is Terminating (runs bounded short report it, text and JSON, naming the finalizer; the run that waits deletes
-// the VPC only after the VM is gone, by kcp's resourceVersions); a whole-workspace run without --yes deletes nothing;
-// and a skip-protection PATCH (and DELETE) with a stale uid fails and touches nothing.
+// Then: a VM whose finalizer the test holds keeps its VPC while it is Terminating (runs bounded short report it, text
+// and JSON, naming the finalizer; the run that waits deletes the VPC only after the VM is gone, by kcp's
+// resourceVersions); a whole-workspace run without --yes deletes nothing; and a skip-protection PATCH (and DELETE) with
+// a stale uid fails and touches nothing.
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import path from "node:path";
@@ -31,10 +32,6 @@ interface Run {
   code: number;
   stdout: string;
   stderr: string;
-}
-
-function plugin(...args: string[]): Promise<Run> {
-  return pluginWith([`--kubeconfig=${e2e.kcp.adminKubeconfig}`, "--context=base"], ...args);
 }
 
 function pluginWith(connection: string[], ...args: string[]): Promise<Run> {
@@ -128,12 +125,26 @@ async function backend(ws: RestClient, ns: string, signal: AbortSignal): Promise
   return released;
 }
 
+/** The consumer1 workspace's owner: its ServiceAccount token, as a client and as the plugin's kubeconfig. */
+let owner: { tenant: Tenant; kubeconfig: string } | undefined;
+async function consumer(): Promise<{ ws: RestClient; connection: string[] }> {
+  if (!owner) {
+    const t = await tenant(e2e.kcp, PATHS.consumer1, { name: "teardown-owner" });
+    owner = { tenant: t, kubeconfig: e2e.kcp.kubeconfigFor(t.token, PATHS.consumer1, "teardown-owner.kubeconfig") };
+  }
+  return { ws: owner.tenant.client, connection: [`--kubeconfig=${owner.kubeconfig}`] };
+}
+
+/** The network provider's rules, written with its own ServiceAccount token in its workspace. */
+const networkProvider = async (): Promise<RestClient> =>
+  (await tenant(e2e.kcp, PATHS.network, { name: "teardown-network" })).client;
+
 describe("kubectl dependencies teardown on real kcp", () => {
   const NS = "teardown";
   it("plans VM → Subnet → VPC as three waves, then empties the namespace in that order", async () => {
-    const ws = e2e.kcp.ws(PATHS.consumer1);
+    const { ws, connection } = await consumer();
     await create(
-      e2e.kcp.ws(PATHS.network),
+      await networkProvider(),
       dependencyRule("subnet-dependencies", [{ resource: "vpcs" }], { dependent: NETWORK }),
     );
     await create(ws, { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
@@ -153,7 +164,16 @@ describe("kubectl dependencies teardown on real kcp", () => {
     await waitBlocked(ws, `${at(VPCS, NS)}/vpc-b`, "Subnet/sub-1");
     await waitBlocked(ws, `${at(SUBNETS, NS)}/sub-1`, "VirtualMachine/vm-1");
 
-    const planned = await plugin("teardown", "-n", NS, "--plan", "-o", "json", `--workspace=${PATHS.consumer1}`);
+    const planned = await pluginWith(
+      connection,
+      "teardown",
+      "-n",
+      NS,
+      "--plan",
+      "-o",
+      "json",
+      `--workspace=${PATHS.consumer1}`,
+    );
     assert.equal(planned.code, 0, planned.stdout + planned.stderr);
     const plan = JSON.parse(planned.stdout) as {
       kind: string;
@@ -176,7 +196,7 @@ describe("kubectl dependencies teardown on real kcp", () => {
       observe(ws, at(VPCS, NS), "VPC", seen, stop.signal),
     ]);
     const released = backend(ws, NS, stop.signal);
-    const r = await plugin("teardown", "-n", NS, "--timeout=3m", `--workspace=${PATHS.consumer1}`);
+    const r = await pluginWith(connection, "teardown", "-n", NS, "--timeout=3m", `--workspace=${PATHS.consumer1}`);
     stop.abort();
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /done: 7 object\(s\) deleted in \d+ round\(s\), 0 delete\(s\) refused/);
@@ -197,11 +217,11 @@ describe("kubectl dependencies teardown on real kcp", () => {
 
   it("a cycle is reported with its objects and exit 1, and nothing on it is deleted", async () => {
     const ns = "teardown-cycle";
-    const ws = e2e.kcp.ws(PATHS.consumer1);
+    const { ws, connection } = await consumer();
     const vpcRule = dependencyRule("vpc-cidr-subnet", [{ resource: "subnets", field: ".spec.cidr" }], {
       dependent: { group: "network.test.io", kind: "VPC", resource: "vpcs" },
     });
-    await create(e2e.kcp.ws(PATHS.network), vpcRule);
+    await create(await networkProvider(), vpcRule);
     await create(ws, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
     const looped = vpc("vpc-c", ns);
     (looped["spec"] as { cidr: string }).cidr = "sub-c";
@@ -209,7 +229,7 @@ describe("kubectl dependencies teardown on real kcp", () => {
     await waitBlocked(ws, `${at(SUBNETS, ns)}/sub-c`, "VPC/vpc-c");
     await waitBlocked(ws, `${at(VPCS, ns)}/vpc-c`, "Subnet/sub-c");
 
-    const r = await plugin("teardown", "-n", ns, "--timeout=1m", `--workspace=${PATHS.consumer1}`);
+    const r = await pluginWith(connection, "teardown", "-n", ns, "--timeout=1m", `--workspace=${PATHS.consumer1}`);
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(r.stdout, /NOT finished: 2 object\(s\) cannot be deleted/);
     assert.match(
@@ -238,15 +258,6 @@ function pluginLive(connection: string[], ...args: string[]): { stderr: () => st
 const escaped = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
 describe("teardown as the consumer, with its own ServiceAccount token", () => {
-  let owner: { tenant: Tenant; kubeconfig: string } | undefined;
-  async function consumer(): Promise<{ ws: RestClient; connection: string[] }> {
-    if (!owner) {
-      const t = await tenant(e2e.kcp, PATHS.consumer1, { name: "teardown-owner" });
-      owner = { tenant: t, kubeconfig: e2e.kcp.kubeconfigFor(t.token, PATHS.consumer1, "teardown-owner.kubeconfig") };
-    }
-    return { ws: owner.tenant.client, connection: [`--kubeconfig=${owner.kubeconfig}`] };
-  }
-
   it("a VM held Terminating keeps its VPC: short runs report its finalizer (text and -o json); the run that waits deletes the VPC only once the VM is gone", async () => {
     const ns = "teardown-held";
     const { ws, connection } = await consumer();
