@@ -1,21 +1,32 @@
 // Rules you can trust, on a real kcp with both binaries running: a rule that cannot be right is refused by
 // `kubectl apply` with the reason; one that may become right is accepted with a warning kubectl prints; and one
-// provider's broken rule changes nothing for another provider's tenants, nor shows them anything of it.
+// provider's broken rule changes nothing for another provider's tenants, nor shows them anything of it. The compute
+// provider and consumer1 act with their own ServiceAccount tokens (kcp.md §9), never kcp-admin.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { test } from "node:test";
+import { before, test } from "node:test";
 import { stringify } from "yaml";
 import type { KObject } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
+import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import { PATHS } from "../../tools/kcp/topology.ts";
 import { RULES, VPCS, assertDenied, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
 
 const e2e = e2eSuite();
-const consumer1 = () => e2e.kcp.ws(PATHS.consumer1);
-const compute = () => e2e.kcp.ws(PATHS.compute);
+/** Each tenant's token as a client and as kubectl's kubeconfig (its server is the tenant's workspace). */
+const owners = new Map<string, { tenant: Tenant; kubeconfig: string }>();
+before(async () => {
+  for (const p of [PATHS.compute, PATHS.consumer1]) {
+    const t = await tenant(e2e.kcp, p, { name: "rule-trust" });
+    owners.set(p, { tenant: t, kubeconfig: e2e.kcp.kubeconfigFor(t.token, p, `rule-trust-${p.replace(/:/g, "_")}`) });
+  }
+});
+const owner = (p: string) => owners.get(p) ?? assert.fail(`no tenant for ${p}`);
+const consumer1 = () => owner(PATHS.consumer1).tenant.client;
+const compute = () => owner(PATHS.compute).tenant.client;
 
 /** A VM rule in the compute provider; `over` replaces parts of the dependent and of its one dependency. */
 function rule(name: string, over: { dependent?: Record<string, string>; dependency?: Record<string, unknown> } = {}) {
@@ -30,21 +41,13 @@ function rule(name: string, over: { dependent?: Record<string, string>; dependen
   } satisfies KObject;
 }
 
-/** `kubectl apply -f` of one object into the compute provider, as a provider admin runs it. */
+/** `kubectl apply -f` of one object into the compute provider, as the provider runs it with its own token. */
 function kubectlApply(obj: KObject, ...flags: string[]): { code: number; out: string } {
   const file = path.join(e2e.kcp.rootDir, `apply-${String((obj.metadata as { name: string }).name)}.yaml`);
   writeFileSync(file, stringify(obj));
   const r = spawnSync(
     "/usr/bin/kubectl",
-    [
-      `--kubeconfig=${e2e.kcp.adminKubeconfig}`,
-      "--context=base",
-      `--server=${e2e.kcp.baseUrl}/clusters/${PATHS.compute}`,
-      "apply",
-      ...flags,
-      "-f",
-      file,
-    ],
+    [`--kubeconfig=${owner(PATHS.compute).kubeconfig}`, "apply", ...flags, "-f", file],
     { encoding: "utf8" },
   );
   return { code: r.status ?? -1, out: `${r.stdout}${r.stderr}` };
@@ -153,18 +156,11 @@ test("one provider's typo'd path leaves another provider's deletes decided, and 
   await compute().request("DELETE", `${RULES}/vm-typo-path`);
 });
 
-/** `kubectl <args>` in consumer1, as a tenant runs it. */
+/** `kubectl <args>` in consumer1, as the tenant runs it with its own token. */
 function kubectlConsumer(...args: string[]): { code: number; out: string } {
-  const r = spawnSync(
-    "/usr/bin/kubectl",
-    [
-      `--kubeconfig=${e2e.kcp.adminKubeconfig}`,
-      "--context=base",
-      `--server=${e2e.kcp.baseUrl}/clusters/${PATHS.consumer1}`,
-      ...args,
-    ],
-    { encoding: "utf8" },
-  );
+  const r = spawnSync("/usr/bin/kubectl", [`--kubeconfig=${owner(PATHS.consumer1).kubeconfig}`, ...args], {
+    encoding: "utf8",
+  });
   return { code: r.status ?? -1, out: `${r.stdout}${r.stderr}` };
 }
 
