@@ -1,10 +1,11 @@
 // The product's main journeys on a real kcp: the controller and the webhook run as separate processes with their own
 // identities and only the bootstrap RBAC from deploy/rbac/, and every delete goes through kcp's admission chain.
+// The consumers and the compute provider act with their own ServiceAccount tokens (kcp.md §9), never kcp-admin.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { test } from "node:test";
+import { before, test } from "node:test";
 import { apply, type KObject } from "../../tools/kcp/api.ts";
-import { tenant } from "../../tools/kcp/tenant.ts";
+import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import { PATHS, vmRule } from "../../tools/kcp/topology.ts";
 import {
   RULES,
@@ -26,8 +27,15 @@ import {
 import { readyRace } from "./ready-race.ts";
 
 const e2e = e2eSuite();
-const consumer1 = () => e2e.kcp.ws(PATHS.consumer1);
-const consumer2 = () => e2e.kcp.ws(PATHS.consumer2);
+const owners = new Map<string, Tenant>();
+before(async () => {
+  for (const p of [PATHS.consumer1, PATHS.consumer2, PATHS.compute])
+    owners.set(p, await tenant(e2e.kcp, p, { name: "protection" }));
+});
+const owner = (p: string) => owners.get(p) ?? assert.fail(`no tenant for ${p}`);
+const consumer1 = () => owner(PATHS.consumer1).client;
+const consumer2 = () => owner(PATHS.consumer2).client;
+const compute = () => owner(PATHS.compute).client;
 
 interface Vwc {
   metadata: { labels?: Record<string, string> };
@@ -62,20 +70,14 @@ test("2. deleting a VPC referenced by a VM is denied and the message names the V
     /cannot delete vpcs\/my-vpc: still referenced by VirtualMachine\/my-vm$/,
   );
   // What a user sees with kubectl.
-  const kubeconfig = e2e.kcp.adminKubeconfig;
+  const { token } = owner(PATHS.consumer1);
+  const kubeconfig = e2e.kcp.kubeconfigFor(token, PATHS.consumer1, "protection-consumer1.kubeconfig");
   let stderr = "";
   try {
-    execFileSync(
-      "kubectl",
-      [
-        `--kubeconfig=${kubeconfig}`,
-        `--server=${e2e.kcp.baseUrl}/clusters/${PATHS.consumer1}`,
-        "delete",
-        "vpc",
-        "my-vpc",
-      ],
-      { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
-    );
+    execFileSync("kubectl", [`--kubeconfig=${kubeconfig}`, "delete", "vpc", "my-vpc"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
   } catch (err) {
     stderr = (err as { stderr: string }).stderr;
   }
@@ -129,11 +131,11 @@ test("7. deleting the rule removes the webhook configuration and deletes are all
   const path = `${at(VPCS)}/recreate-vpc`;
   assertDenied(await tryDelete(consumer1(), path, { dryRun: true }), /VirtualMachine\/recreate-vm/);
 
-  await e2e.kcp.ws(PATHS.compute).request("DELETE", `${RULES}/vm-dependencies`);
+  await compute().request("DELETE", `${RULES}/vm-dependencies`);
   await waitForVwc(e2e.kcp, false);
   await waitForProtection(consumer1(), path, false);
 
-  await apply(e2e.kcp.ws(PATHS.compute), vmRule(e2e.topo.vars));
+  await apply(compute(), vmRule(e2e.topo.vars));
   await waitForVwc(e2e.kcp, true);
   await waitForProtection(consumer1(), path, true);
   assertDenied(await tryDelete(consumer1(), path), /still referenced by VirtualMachine\/recreate-vm$/);
@@ -144,7 +146,7 @@ test("8. editing the rule in place (fieldRef.path) takes effect without recreati
   const path = `${at(VPCS)}/update-vpc`;
   await waitForProtection(consumer1(), path, true);
   const patch = (fieldPath: string) =>
-    e2e.kcp.ws(PATHS.compute).request("PATCH", `${RULES}/vm-dependencies`, {
+    compute().request("PATCH", `${RULES}/vm-dependencies`, {
       contentType: "application/json-patch+json",
       body: [{ op: "replace", path: "/spec/dependencies/0/fieldRef/path", value: fieldPath }],
     });
