@@ -3,7 +3,7 @@
 // The consumers and the compute provider act with their own ServiceAccount tokens (kcp.md §9), never kcp-admin.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { before, test } from "node:test";
+import { beforeEach, test } from "node:test";
 import { apply, type KObject } from "../../tools/kcp/api.ts";
 import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import { PATHS, vmRule } from "../../tools/kcp/topology.ts";
@@ -28,7 +28,9 @@ import { readyRace } from "./ready-race.ts";
 
 const e2e = e2eSuite();
 const owners = new Map<string, Tenant>();
-before(async () => {
+// Made once, at the first test: node runs root-level before hooks side by side, so kcp may not be up in one yet.
+beforeEach(async () => {
+  if (owners.size > 0) return;
   for (const p of [PATHS.consumer1, PATHS.consumer2, PATHS.compute])
     owners.set(p, await tenant(e2e.kcp, p, { name: "protection" }));
 });

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { before, test } from "node:test";
+import { beforeEach, test } from "node:test";
 import { stringify } from "yaml";
 import type { KObject } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
@@ -18,7 +18,9 @@ import { RULES, VPCS, assertDenied, at, create, e2eSuite, tryDelete, vm, vpc, wa
 const e2e = e2eSuite();
 /** Each tenant's token as a client and as kubectl's kubeconfig (its server is the tenant's workspace). */
 const owners = new Map<string, { tenant: Tenant; kubeconfig: string }>();
-before(async () => {
+// Made once, at the first test: node runs root-level before hooks side by side, so kcp may not be up in one yet.
+beforeEach(async () => {
+  if (owners.size > 0) return;
   for (const p of [PATHS.compute, PATHS.consumer1]) {
     const t = await tenant(e2e.kcp, p, { name: "rule-trust" });
     owners.set(p, { tenant: t, kubeconfig: e2e.kcp.kubeconfigFor(t.token, p, `rule-trust-${p.replace(/:/g, "_")}`) });
