@@ -1,7 +1,8 @@
 // The teardown run loop without kcp: a fake workspace that refuses deletes the way the webhook does (causes naming
 // the dependents still there), VMs held by a finalizer a fake backend clears a while after their delete, and a
-// clock that moves only when the loop sleeps. Checks order (no object deleted while something references it),
-// zero refused deletes, finalizer waits, cycles, timeouts with the holds, other refusals; and the plan's JSON.
+// clock that moves only when the loop sleeps. Checks order (no object deleted while something references it), that
+// the run sends no dry run (a refused real DELETE names the blockers and deletes nothing), finalizer waits, cycles,
+// timeouts with the holds, other refusals; the plan's dry runs limited to protected types; and the plan's JSON.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { DeleteAnswer, Refusal } from "../../src/plugin/causes.ts";
@@ -10,7 +11,8 @@ import { objectId } from "../../src/plugin/objects.ts";
 import type { PlanObject } from "../../src/plugin/commands/teardown/plan.ts";
 import { planJson } from "../../src/plugin/commands/teardown/render.ts";
 import { reportJson, reportText, teardownReport } from "../../src/plugin/commands/teardown/report.ts";
-import { survey, type TeardownApi } from "../../src/plugin/commands/teardown/survey.ts";
+import { protectedTypes, survey, type TeardownApi } from "../../src/plugin/commands/teardown/survey.ts";
+import { parseRule, type ParsedRule } from "../../src/api/rule.ts";
 import type { Clock } from "../../src/util/clock.ts";
 
 /** Time moves only when someone sleeps: the loop runs without waiting. */
@@ -158,7 +160,7 @@ const opts = (clock: Clock, timeoutMs = 600_000) => ({
 });
 
 describe("teardown run loop", () => {
-  it("empties a VM → Subnet → VPC workspace wave by wave, waiting out the VMs' finalizer, no refusal", async () => {
+  it("empties a VM → Subnet → VPC workspace wave by wave, waiting out the VMs' finalizer", async () => {
     const clock = new SteppingClock();
     const ws = new FakeWorkspace(clock);
     chain(ws, 5);
@@ -166,8 +168,9 @@ describe("teardown run loop", () => {
     const r = await executeTeardown(ws, { ...opts(clock), progress: (l) => lines.push(l) });
     assert.equal(r.ok, true, r.problem);
     assert.equal(ws.objs.size, 0);
-    assert.equal(ws.refused, 0);
-    assert.equal(r.refusedDeletes, 0);
+    // Each Subnet and VPC is refused once, while the VMs are Terminating; the fake never deletes a referenced object.
+    assert.equal(ws.refused, 10);
+    assert.equal(r.refusedDeletes, 10);
     assert.equal(r.deleted, 15);
     assert.deepEqual(
       r.waves.map((w) => new Set(w.map((id) => id.split("/")[1]))),
@@ -177,7 +180,7 @@ describe("teardown run loop", () => {
     assert.match(lines[0]!, /^round 1: 15 object\(s\) left, 0 deleting, 0 deleted/);
   });
 
-  it("pipelined: a VPC goes once its own VM is gone, while another VM still waits; no second survey", async () => {
+  it("pipelined: a VPC goes once its own VM is gone, while another VM still waits; no dry run", async () => {
     const clock = new SteppingClock();
     const ws = new FakeWorkspace(clock);
     for (const n of ["fast", "slow"]) {
@@ -192,11 +195,14 @@ describe("teardown run loop", () => {
     ws.dryRun = (o) => (dryRuns++, dry(o));
     const r = await executeTeardown(ws, opts(clock));
     assert.equal(r.ok, true, r.problem);
-    assert.equal(ws.refused, 0);
     assert.ok(at.get("vpc-fast")! < 3_000, "vpc-fast did not wait for vm-slow's finalizer");
     assert.ok(at.get("vpc-slow")! >= 3_000, "vpc-slow waited for vm-slow to go");
-    // Each object once, and each VPC once more right before its delete.
-    assert.equal(dryRuns, 6);
+    // 6 requests: a DELETE per object, and one refused per VPC asked while its VM was there (a dry run and a
+    // delete per object, and a dry run again per VPC, made 10).
+    assert.equal(dryRuns, 0);
+    assert.equal(at.size, 4);
+    assert.equal(ws.deletes.length + ws.refused, 6);
+    assert.equal(ws.refused, 2);
     assert.equal(ws.deletes[0], "g/vms/default/vm-slow", "the object a finalizer holds is deleted first");
   });
 
@@ -366,10 +372,10 @@ describe("teardown run loop", () => {
     chain(ws, 1);
     namedCycle(ws);
     ws.add("vpcs", "mute");
-    const dry = ws.dryRun.bind(ws);
+    const del = ws.delete.bind(ws);
     // No answer for "mute" until the ordered part is done: its order stays unknown.
-    ws.dryRun = (o) =>
-      o.name === "mute" && ws.objs.has("g/vpcs/default/vpc-0") ? Promise.reject(new Error("no answer")) : dry(o);
+    ws.delete = (o) =>
+      o.name === "mute" && ws.objs.has("g/vpcs/default/vpc-0") ? Promise.reject(new Error("no answer")) : del(o);
     const r = await executeTeardown(ws, opts(clock));
     assert.equal(r.ok, true, r.problem);
     const ordered = ["g/vms/default/vm-0", "g/subnets/default/subnet-0", "g/vpcs/default/vpc-0"];
@@ -396,6 +402,19 @@ describe("teardown run loop", () => {
     assert.match(reportText(r, { workspace: "root:c" }), /--skip-protection subnets\.g\/default\/b/);
   });
 
+  it("a DELETE without an answer is asked once more (its uid precondition makes that safe)", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    ws.add("vpcs", "vpc-0");
+    const del = ws.delete.bind(ws);
+    let calls = 0;
+    ws.delete = (o) => (++calls === 1 ? Promise.reject(new Error("socket hang up")) : del(o));
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, true, r.problem);
+    assert.equal(calls, 2);
+    assert.equal(ws.objs.size, 0);
+  });
+
   it("--plan -o json: three waves in order, edges, finalizer holds", async () => {
     const ws = new FakeWorkspace(new SteppingClock());
     chain(ws, 1);
@@ -420,6 +439,26 @@ describe("teardown run loop", () => {
     );
   });
 
+  it("--plan dry-runs only the types a rule protects: fewer requests, the same waves and edges", async () => {
+    const ws = new FakeWorkspace(new SteppingClock());
+    chain(ws, 3);
+    let dryRuns = 0;
+    const dry = ws.dryRun.bind(ws);
+    ws.dryRun = (o) => (dryRuns++, dry(o));
+    const all = await survey(ws, await ws.list(), 4);
+    assert.equal(dryRuns, 9);
+    dryRuns = 0;
+    const some = await survey(ws, await ws.list(), 4, new Set(["subnets.g", "vpcs.g"]));
+    assert.equal(dryRuns, 6, "the VMs, which no rule protects, are not dry-run");
+    assert.equal(some.dryRuns, 6);
+    assert.deepEqual(some.plan.waves, all.plan.waves);
+    assert.deepEqual(some.plan.edges, all.plan.edges);
+    dryRuns = 0;
+    const none = await survey(ws, await ws.list(), 4, new Set());
+    assert.equal(dryRuns, 0);
+    assert.deepEqual(none.plan.waves, [all.plan.waves.flat().sort()]);
+  });
+
   it("a dry run without an answer is asked once more; two failures make the object stuck, not the plan fail", async () => {
     const ws = new FakeWorkspace(new SteppingClock());
     chain(ws, 1);
@@ -437,5 +476,47 @@ describe("teardown run loop", () => {
     assert.equal(plan.stuck.length, 1);
     assert.equal(plan.stuck[0]!.reason, "refused");
     assert.match(plan.stuck[0]!.detail, /no answer to a dry-run DELETE: socket hang up/);
+  });
+});
+
+/** A DependencyRule as read from a workspace: `deps` are the `<group>/<resource>` types its dependent names. */
+function ruleObject(name: string, deps: string[]): Record<string, unknown> {
+  return {
+    metadata: { name, annotations: { "kcp.io/cluster": "lc-p" } },
+    spec: {
+      dependent: { apiExportName: "c", group: "c", version: "v1", kind: "VM", resource: "vms" },
+      dependencies: deps.map((d) => ({
+        apiExportRef: { path: "root:p", name: "n" },
+        group: d.split("/")[0],
+        version: "v1",
+        resource: d.split("/")[1],
+        fieldRef: { path: ".spec.ref" },
+      })),
+    },
+  };
+}
+
+function scanOf(objects: Record<string, unknown>[], skipped: string[] = []) {
+  const rules = objects.map((o) => parseRule(o)).filter((r): r is ParsedRule => r !== undefined);
+  return {
+    rules: rules.map((rule) => ({ workspace: "root:p", rule })),
+    objects: objects.map((object) => ({ workspace: "root:p", object })),
+    skipped,
+  };
+}
+
+describe("the types protection can refuse", () => {
+  it("are every valid dependency of every rule read", () => {
+    const scan = scanOf([ruleObject("a", ["n/vpcs", "n/subnets"]), ruleObject("b", ["n/vpcs", "s/disks"])]);
+    assert.deepEqual([...protectedTypes(scan)!].sort(), ["disks.s", "subnets.n", "vpcs.n"]);
+    assert.deepEqual([...protectedTypes(scanOf([]))!], [], "no rule anywhere: nothing to dry-run");
+  });
+
+  it("are unknown when a workspace could not be read or a rule not parsed: then every type is dry-run", () => {
+    assert.equal(
+      protectedTypes(scanOf([ruleObject("a", ["n/vpcs"])], ["you may not list the workspaces in root"])),
+      undefined,
+    );
+    assert.equal(protectedTypes(scanOf([ruleObject("a", ["n/vpcs"]), { metadata: {} }])), undefined);
   });
 });

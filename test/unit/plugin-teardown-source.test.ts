@@ -1,7 +1,8 @@
 // teardown through the one REST client, against a local HTTP stand-in for kcp that refuses a referenced DELETE the
 // way the webhook does (a 409 Status with details.causes): the bound types come from APIBindings (kcp's own
-// *.kcp.io types left out), the plan from dry runs, the run deletes with the uid precondition and reads objects
-// again until gone; a blocker in another namespace makes the plan incomplete (exit 1).
+// *.kcp.io types left out), the plan from dry runs of the types the readable rules protect (of every type when the
+// rules cannot be read), the run deletes with the uid precondition and no dry run, and reads objects again until
+// gone; a blocker in another namespace makes the plan incomplete (exit 1).
 import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -12,6 +13,29 @@ import { writeFakeKubeconfig } from "../support/fake-kubeconfig.ts";
 const WS = "/clusters/root:consumer1";
 const VPCS = `${WS}/apis/network.test.io/v1/namespaces/team-a/vpcs`;
 const VMS = `${WS}/apis/compute.test.io/v1/namespaces/team-a/virtualmachines`;
+
+/** VMs depend on the VPC they name: VPCs are the one type protection can refuse. */
+const VPC_RULE = {
+  metadata: { name: "vm-dependencies", annotations: { "kcp.io/cluster": "lc-root" } },
+  spec: {
+    dependent: {
+      apiExportName: "compute.test.io",
+      group: "compute.test.io",
+      version: "v1",
+      kind: "VirtualMachine",
+      resource: "virtualmachines",
+    },
+    dependencies: [
+      {
+        apiExportRef: { path: "root:network", name: "network.test.io" },
+        group: "network.test.io",
+        version: "v1",
+        resource: "vpcs",
+        fieldRef: { path: ".spec.vpcRef.name" },
+      },
+    ],
+  },
+};
 
 interface Obj {
   kind: string;
@@ -29,6 +53,8 @@ describe("teardown against a kcp stand-in", () => {
   let kubeconfig: string;
   let objects: Map<string, Obj>;
   const requests: string[] = [];
+  /** root lists no child workspace and holds a rule protecting VPCs; else the user may not read root (403). */
+  let rulesReadable = false;
 
   const item = (o: Obj, listed = false) => ({
     kind: o.kind,
@@ -43,8 +69,16 @@ describe("teardown against a kcp stand-in", () => {
     details: { causes: blockers.map((b) => ({ reason: "ReferencedBy", message: b, field: ".spec.vpcRef.name" })) },
   });
 
+  /** The user's view of root: its child workspaces and its DependencyRules, or 403 for both. */
+  function root(p: string, json: (c: number, b: unknown) => void): void {
+    if (!rulesReadable) return json(403, { kind: "Status", code: 403, reason: "Forbidden", message: "forbidden" });
+    if (p.endsWith("/workspaces")) return json(200, { items: [] });
+    json(200, { items: [VPC_RULE] });
+  }
+
   function handle(req: http.IncomingMessage, body: string, url: URL, json: (c: number, b: unknown) => void): void {
     const p = url.pathname;
+    if (p.startsWith("/clusters/root/")) return root(p, json);
     if (p === `${WS}/apis/apis.kcp.io/v1alpha1/apibindings`)
       return json(200, {
         items: [
@@ -144,25 +178,53 @@ describe("teardown against a kcp stand-in", () => {
     return { code, out, err };
   };
 
+  const dryRuns = (): string[] => requests.filter((q) => q.startsWith("DELETE") && q.includes("dryRun=All"));
+  const realDeletes = (): string[] => requests.filter((q) => q.startsWith("DELETE") && !q.includes("dryRun"));
+
   it("--plan: VMs first, then the VPC they name; kcp's own types are not listed", async () => {
     seed();
+    requests.length = 0;
     const r = await teardown("--plan");
     assert.equal(r.code, 0, r.err);
     assert.match(r.out, /2 object\(s\) in 2 wave\(s\)/);
     assert.match(r.out, /^1\s+VirtualMachine\s+team-a\s+vm-1\s*$/m);
     assert.match(r.out, /^2\s+VPC\s+team-a\s+vpc-1\s+VirtualMachine\/team-a\/vm-1\s*$/m);
-    assert.ok(!requests.some((q) => q.includes("/workspaces")), "tenancy.kcp.io is not taken down");
-    assert.ok(!requests.some((q) => q.startsWith("DELETE") && !q.includes("dryRun=All")), "nothing deleted");
+    assert.ok(
+      !requests.some((q) => q.includes(`${WS}/apis/tenancy.kcp.io/v1/workspaces`)),
+      "tenancy.kcp.io is not taken down",
+    );
+    assert.deepEqual(realDeletes(), [], "nothing deleted");
+    // The rules cannot be read (403 on root): protection might refuse any type, so every object is dry-run.
+    assert.equal(dryRuns().length, 2);
+    assert.match(r.err, /not every DependencyRule is readable: dry-running every object/);
   });
 
-  it("runs: deletes with the uid precondition, dependents first, and the namespace ends empty", async () => {
+  it("--plan with the rules readable: only the type a rule protects is dry-run, the plan the same", async () => {
+    seed();
+    rulesReadable = true;
+    requests.length = 0;
+    try {
+      const r = await teardown("--plan");
+      assert.equal(r.code, 0, r.err);
+      assert.match(r.out, /2 object\(s\) in 2 wave\(s\)/);
+      assert.match(r.out, /^2\s+VPC\s+team-a\s+vpc-1\s+VirtualMachine\/team-a\/vm-1\s*$/m);
+      assert.deepEqual(dryRuns(), [`DELETE ${VPCS}/vpc-1?dryRun=All`]);
+      assert.equal(r.err, "");
+    } finally {
+      rulesReadable = false;
+    }
+  });
+
+  it("runs: deletes with the uid precondition, dependents first, no dry run, and the namespace ends empty", async () => {
     seed();
     requests.length = 0;
     const r = await teardown("--timeout=30s");
     assert.equal(r.code, 0, r.out + r.err);
-    assert.match(r.out, /done: 2 object\(s\) deleted in 2 round\(s\), 0 delete\(s\) refused/);
-    const real = requests.filter((q) => q.startsWith("DELETE") && !q.includes("dryRun"));
-    assert.deepEqual(real, [`DELETE ${VMS}/vm-1`, `DELETE ${VPCS}/vpc-1`]);
+    // The VPC, listed first, is asked while its VM is there: refused (nothing deleted), asked again once it is gone.
+    assert.match(r.out, /done: 2 object\(s\) deleted in 2 round\(s\), 1 delete\(s\) refused/);
+    assert.deepEqual(dryRuns(), []);
+    assert.deepEqual(realDeletes().sort(), [`DELETE ${VMS}/vm-1`, `DELETE ${VPCS}/vpc-1`, `DELETE ${VPCS}/vpc-1`]);
+    assert.equal(realDeletes().at(-1), `DELETE ${VPCS}/vpc-1`);
     assert.equal(objects.size, 0);
   });
 
@@ -195,8 +257,9 @@ describe("teardown against a kcp stand-in", () => {
     assert.deepEqual(patches, [
       { uid: "u5", annotations: { "dependencies.opendefense.cloud/skip-protection": "true" } },
     ]);
-    const real = requests.filter((q) => q.startsWith("DELETE") && !q.includes("dryRun"));
-    assert.equal(real.indexOf(`DELETE ${VPCS}/vpc-c`) > real.indexOf(`DELETE ${VMS}/vm-1`), true, "after the rest");
+    const real = realDeletes();
+    // Its DELETEs before the annotation were refused (the cycle): the one that went is the last, after the rest.
+    assert.equal(real.lastIndexOf(`DELETE ${VPCS}/vpc-c`) > real.indexOf(`DELETE ${VMS}/vm-1`), true, "after the rest");
     assert.equal(objects.size, 0);
   });
 
@@ -207,7 +270,8 @@ describe("teardown against a kcp stand-in", () => {
     const r = await teardown("--timeout=30s", "--skip-protection", "vpc/vpc-c");
     assert.equal(r.code, 1, r.out + r.err);
     assert.equal(patches.length > 0, true);
-    assert.ok(!requests.includes(`DELETE ${VPCS}/vpc-c`), "the replaced object was not deleted");
+    const patched = requests.findIndex((q) => q.startsWith("PATCH"));
+    assert.ok(!requests.slice(patched).includes(`DELETE ${VPCS}/vpc-c`), "no DELETE after the failed PATCH");
     assert.ok(objects.has(`${VPCS}/vpc-c`) && objects.has(`${VMS}/vm-c`));
     assert.match(r.out, /NOT finished: 2 object\(s\) cannot be deleted/);
     assert.match(r.out, /VPC\/team-a\/vpc-c +failed +not annotated: gone or replaced .*its uid changed/);

@@ -1,11 +1,11 @@
 // The teardown run loop, pipelined: an object goes as soon as everything known to block it is gone, not when a whole
 // wave is. One list per type a round shows what is gone, and "gone" means absent: an object being deleted
-// (deletionTimestamp set, finalizers pending) is still present and still blocks what it names. The first dry run of
-// each object (right before its delete) names its blockers, and an object is dry-run again only once those blockers
-// have all gone, to catch a dependent that appeared meanwhile. Only objects a dry run just allowed are deleted, so the
-// webhook refuses a delete only when something raced in. A delete refused for another reason is recorded and the rest
-// goes on (liveness before ordering). What has no known order (no answer, another refusal, a cycle) goes last: when
-// nothing else can move, everything left is asked afresh at once, then the objects named for skip-protection are
+// (deletionTimestamp set, finalizers pending) is still present and still blocks what it names. No dry run: each
+// ready object gets its real DELETE at once, since a DELETE the webhook refuses deletes nothing, and its refusal names
+// the blockers (status.details.causes) as a dry run's would; a refused object is asked again only once those blockers
+// have all gone, to catch a dependent that appeared meanwhile. A delete refused for another reason is recorded and the
+// rest goes on (liveness before ordering). What has no known order (no answer, another refusal, a cycle) goes last:
+// when nothing else can move, everything left is asked afresh at once, then the objects named for skip-protection are
 // annotated and deleted; what still stands is planned to say why, and the run's report lists it.
 import type { Clock } from "../../../util/clock.ts";
 import { planTeardown, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
@@ -28,7 +28,7 @@ export interface ExecuteReport {
   ok: boolean;
   /** Deletes kcp accepted. */
   deleted: number;
-  /** Real deletes the webhook refused (something referenced the object after its dry run). */
+  /** Real deletes refused: by the webhook (what it names waits for its blockers), or for another reason. */
   refusedDeletes: number;
   /** The deletes of each round, in order, as ids. */
   waves: string[][];
@@ -39,13 +39,13 @@ export interface ExecuteReport {
   plan?: Plan;
   /** The objects still there at the end, as last listed (empty when ok). */
   left: PlanObject[];
-  /** Per object left: the blockers its last dry run named that are still there. */
+  /** Per object left: the blockers its last refusal named that are still there. */
   blockedBy: Map<string, string[]>;
   /** Per object left: a delete refused for another reason than a blocker (RBAC, another webhook), as text. */
   failures: Map<string, string>;
 }
 
-/** What the run knows between rounds: each object's blockers as its last dry run named them, and other refusals. */
+/** What the run knows between rounds: each object's blockers as its last refused DELETE named them, and other refusals. */
 class Known {
   readonly blockers = new Map<string, BlockEdge[]>();
   readonly obstacles = new Map<string, Obstacle>();
@@ -61,7 +61,7 @@ class Known {
     this.obstacles.set(o.id, { refused: text });
     r.failures.set(o.id, text);
   }
-  /** The blockers each object's last dry run named that `present` still holds. */
+  /** The blockers each object's last refusal named that `present` still holds. */
   standing(objects: readonly PlanObject[], present: ReadonlySet<string>): Map<string, string[]> {
     const out = new Map<string, string[]>();
     for (const o of objects) {
@@ -70,7 +70,7 @@ class Known {
     }
     return out;
   }
-  /** Not deleting, no standing obstacle, and every blocker its last dry run named is gone (absent, not Terminating). */
+  /** Not deleting, no standing obstacle, and every blocker its last refusal named is gone (absent, not Terminating). */
   ready(o: PlanObject, present: ReadonlySet<string>): boolean {
     if (o.deleting || this.obstacles.has(o.id)) return false;
     return (this.blockers.get(o.id) ?? []).every((e) => !present.has(e.from));
@@ -84,7 +84,10 @@ interface Round {
   accepted: string[];
 }
 
-/** Dry-runs then deletes each ready object, `concurrency` at a time (objects named for skip-protection too). */
+/**
+ * Deletes each ready object, `concurrency` at a time (objects named for skip-protection too, without the annotation):
+ * what is refused deletes nothing and waits for the blockers its refusal named.
+ */
 async function deleteReady(
   api: TeardownApi,
   objects: readonly PlanObject[],
@@ -94,16 +97,13 @@ async function deleteReady(
 ) {
   const present = new Set(objects.map((x) => x.id));
   // Objects with finalizers first: their delete starts the wait their finalizers impose, which the other requests
-  // then overlap; and what they block, asked later, often finds them gone and goes with one dry run.
+  // then overlap; and what they block, asked later, often finds them gone and goes at its first DELETE.
   const held = (x: PlanObject): number => (x.finalizers.length > 0 ? 0 : 1);
   const ready = objects.filter((x) => k.ready(x, present)).sort((a, b) => held(a) - held(b));
   const round: Round = { accepted: [] };
   const byKind = indexByKind(objects);
   const one = async (x: PlanObject): Promise<void> => {
-    const dry = await askOnce(api, x);
-    if (dry.outcome === "refused") return k.learn(x, dry, byKind);
-    if (dry.outcome === "gone") return;
-    const a = await api.delete(x);
+    const a = await askOnce(() => api.delete(x), "a DELETE");
     if (a.outcome === "allowed") {
       r.deleted++;
       round.accepted.push(x.id);
@@ -208,8 +208,8 @@ export async function executeTeardown(api: TeardownApi, o: ExecuteOptions): Prom
     if (round.accepted.length > 0) r.waves.push(round.accepted.sort());
     if (round.accepted.length > 0 || deleting.length > 0) rechecked = false;
     else if (!rechecked) {
-      // Nothing moves: the final wave. Forget what the dry runs said and ask about everything left at once, whatever
-      // its order (a dry run that had no answer, a delete refused for another reason get their second try here).
+      // Nothing moves: the final wave. Forget what the refusals said and ask about everything left at once, whatever
+      // its order (a DELETE that had no answer twice, a delete refused for another reason get their second try here).
       rechecked = true;
       k = new Known();
       r.failures.clear(); // what the final wave answers now is what the report tells

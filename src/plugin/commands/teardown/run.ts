@@ -3,12 +3,14 @@
 // left something (the report names it).
 import { realClock, type Clock } from "../../../util/clock.ts";
 import type { CommandResult } from "../../contract.ts";
-import { withSession, type Connection } from "../../session.ts";
+import { withSession, type Connection, type Session } from "../../session.ts";
 import { executeTeardown } from "./execute.ts";
+import type { Plan } from "./plan.ts";
 import { planJson, planTable, type PlanContext } from "./render.ts";
 import { reportJson, reportText } from "./report.ts";
 import { boundTypes, kcpTeardownApi, namedIds, type Scope } from "./kcp-api.ts";
-import { survey } from "./survey.ts";
+import { readRules } from "../../rules.ts";
+import { protectedTypes, survey, type TeardownApi } from "./survey.ts";
 
 /** The parsed command line this runs (command.ts parses it). */
 export type PlanFormat = "table" | "json";
@@ -42,7 +44,7 @@ export async function runTeardown(
     const types = await boundTypes(s);
     const api = kcpTeardownApi(s, scope, types, namedIds(cmd.skipProtection, types, cmd.namespace));
     if (cmd.plan) {
-      const { plan } = await survey(api, await api.list(), cmd.concurrency);
+      const { plan } = await planScope(s, api, cmd.concurrency, progress);
       const text = cmd.format === "json" ? planJson(plan, ctx) : planTable(plan, ctx);
       return { exitCode: plan.stuck.length === 0 ? 0 : 1, text };
     }
@@ -56,4 +58,20 @@ export async function runTeardown(
     const text = cmd.format === "json" ? reportJson(report, ctx) : reportText(report, ctx);
     return { exitCode: report.ok ? 0 : 1, text };
   });
+}
+
+/**
+ * The plan of what `api` lists: the rules the user may read say which types protection can refuse, and only objects
+ * of those types are dry-run. When the rules cannot all be read (a workspace the user may not list, a rule that does
+ * not parse), every object is dry-run, as protection could refuse any type.
+ */
+export async function planScope(
+  s: Session,
+  api: TeardownApi,
+  concurrency: number,
+  progress: (line: string) => void,
+): Promise<{ plan: Plan; dryRuns: number }> {
+  const protects = protectedTypes(await readRules(s, []));
+  if (!protects) progress("not every DependencyRule is readable: dry-running every object");
+  return survey(api, await api.list(), concurrency, protects);
 }

@@ -1,6 +1,10 @@
-// Asking kcp what blocks what, with nothing but the user's rights: a server-side dry-run DELETE of every object (a
-// bounded number at a time), the webhook's causes read back into edges to the objects they name. No rule is read.
+// Asking kcp what blocks what, with nothing but the user's rights: a server-side dry-run DELETE of each object whose
+// type some rule protects (a bounded number at a time; of every object when the rules cannot all be read), the
+// webhook's causes read back into edges to the objects they name. Only a rule's dependency type is ever refused by
+// protection, so an object of any other type needs no dry run: it has no blockers.
 import type { DeleteAnswer, Refusal } from "../../causes.ts";
+import { listingKey } from "../../references.ts";
+import type { RuleScan } from "../../rules.ts";
 import { mapLimit } from "../../../util/concurrency.ts";
 import { planTeardown, push, type BlockEdge, type Obstacle, type Plan, type PlanObject } from "./plan.ts";
 
@@ -61,20 +65,21 @@ export function refusalText(status: number, r: Refusal): string {
 }
 
 /**
- * A dry run, asked again once when kcp gave no answer (a timeout, a reset connection): one slow answer among
- * thousands should not end a plan. A second failure becomes a refusal that names no blocker, so the object is
+ * A DELETE (dry run or real), asked again once when kcp gave no answer (a timeout, a reset connection): one slow
+ * answer among thousands should not end a plan or a run. Asking a real DELETE twice is safe: its uid precondition
+ * keeps it to the object listed. A second failure becomes a refusal that names no blocker, so the object is
  * reported as stuck with the reason instead of the whole command failing.
  */
-export async function askOnce(api: TeardownApi, o: PlanObject): Promise<DeleteAnswer> {
+export async function askOnce(ask: () => Promise<DeleteAnswer>, what: string): Promise<DeleteAnswer> {
   let last: unknown;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      return await api.dryRun(o);
+      return await ask();
     } catch (err) {
       last = err;
     }
   }
-  const message = `no answer to a dry-run DELETE: ${(last as Error)?.message ?? String(last)}`;
+  const message = `no answer to ${what}: ${(last as Error)?.message ?? String(last)}`;
   return {
     outcome: "refused",
     status: 0,
@@ -82,17 +87,34 @@ export async function askOnce(api: TeardownApi, o: PlanObject): Promise<DeleteAn
   };
 }
 
-/** Dry-runs every object not yet deleting and plans from what the refusals name. */
+/**
+ * The types protection can refuse a delete of: every valid dependency of every rule read. Undefined when that set may
+ * be short (a workspace or a rule that could not be read or parsed): then every type has to be dry-run.
+ */
+export function protectedTypes(scan: Pick<RuleScan, "rules" | "objects" | "skipped">): Set<string> | undefined {
+  if (scan.skipped.length > 0 || scan.rules.length !== scan.objects.length) return undefined;
+  return new Set(
+    scan.rules.flatMap(({ rule }) => rule.dependencies.map((d) => listingKey(d.target.group, d.target.resource))),
+  );
+}
+
+/**
+ * Dry-runs every object not yet deleting whose type is protected (every such object when `protects` is undefined)
+ * and plans from what the refusals name.
+ */
 export async function survey(
   api: TeardownApi,
   objects: readonly PlanObject[],
   concurrency: number,
+  protects?: ReadonlySet<string>,
 ): Promise<{ plan: Plan; dryRuns: number }> {
   const byKind = indexByKind(objects);
   const edges: BlockEdge[] = [];
   const obstacles = new Map<string, Obstacle>();
-  const asked = objects.filter((o) => !o.deleting && !o.skipProtection);
-  const answers = await mapLimit(asked, concurrency, (o) => askOnce(api, o));
+  const asked = objects.filter(
+    (o) => !o.deleting && !o.skipProtection && (protects?.has(listingKey(o.group, o.resource)) ?? true),
+  );
+  const answers = await mapLimit(asked, concurrency, (o) => askOnce(() => api.dryRun(o), "a dry-run DELETE"));
   asked.forEach((o, i) => {
     const a = answers[i]!;
     if (a.outcome !== "refused") return;
