@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { openSession } from "../src/plugin/session.ts";
 import { executeTeardown, type ExecuteReport } from "../src/plugin/commands/teardown/execute.ts";
 import { boundTypes, kcpTeardownApi } from "../src/plugin/commands/teardown/kcp-api.ts";
-import { survey } from "../src/plugin/commands/teardown/survey.ts";
+import { planScope } from "../src/plugin/commands/teardown/run.ts";
 import type { RestClient } from "../src/kcp/rest.ts";
 import { realClock } from "../src/util/clock.ts";
 import { apply, createWorkspace, deleteWorkspace, waitForBinding } from "../tools/kcp/api.ts";
@@ -50,8 +50,10 @@ export interface FinalizerTeardownRow {
   createMs: number;
   /** First DELETE → the namespace or workspace answers 404. */
   wallMs: number;
-  /** teardown only: planning alone (bound types, list, a dry run of every object), before the timed run. */
+  /** teardown only: planning alone (bound types, the rules, list, dry runs of protected objects), before the timed run. */
   planMs?: number;
+  /** teardown only: the dry runs the plan sent. */
+  planDryRuns?: number;
   /** teardown only: its own run, before kcp deletes the emptied namespace or workspace. */
   teardownMs?: number;
   waves?: number;
@@ -157,7 +159,7 @@ async function oneRow(
   await watch.stop();
   return {
     ...{ scope, strategy, pairs: o.pairs, finalizerMs: o.finalizerMs, mode: o.mode, createMs, wallMs },
-    ...(td ? { planMs: td.planMs, teardownMs, waves: report?.waves.length ?? 0 } : {}),
+    ...(td ? { planMs: td.planMs, planDryRuns: td.planDryRuns, teardownMs, waves: report?.waves.length ?? 0 } : {}),
     refusedDeletes: report ? report.refusedDeletes : strategy === "kcp" ? 0 : webhookDenials,
     webhookDenials,
     ordering: ordering(),
@@ -186,8 +188,8 @@ async function teardownSession(env: BenchEnv, path: string, scope: Scope, ns: st
   const t0 = Date.now();
   const types = await boundTypes(s);
   const api = kcpTeardownApi(s, scope === "namespace" ? { namespace: ns } : { workspace: true }, types, new Set());
-  await survey(api, await api.list(), o.teardownConcurrency);
-  return { api, planMs: Date.now() - t0, close: () => s.base.close() };
+  const { dryRuns } = await planScope(s, api, o.teardownConcurrency, (l) => env.log(`  teardown plan: ${l}`));
+  return { api, planMs: Date.now() - t0, planDryRuns: dryRuns, close: () => s.base.close() };
 }
 
 /** Deletes the namespace or the workspace and waits until it answers 404; the error on a timeout. */
