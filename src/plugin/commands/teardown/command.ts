@@ -94,17 +94,17 @@ export const teardown: PluginCommand<TeardownCommand> = {
   summary: "delete everything there in dependency order (--plan: only show it)",
   prose: `Deletes every object of the workspace's bound types (APIBindings) in one namespace (-n), or in the whole workspace
 (--workspace without -n: every namespace and the cluster-scoped objects), in dependency order: dependents first.
-The order comes from kcp itself: a server-side dry-run DELETE of each object, and the blockers the webhook names
-in its refusal (status.details.causes), so no access to the rules is needed. The run is pipelined, not wave by
-wave: an object is dry-run and, if that dry run allows it, deleted at once; one that is refused waits until every
+The order comes from kcp itself: the blockers the webhook names when it refuses a DELETE (status.details.causes),
+so no access to the rules is needed. The run is pipelined, not wave by wave, and sends no dry run: each object gets
+its DELETE at once (a DELETE the webhook refuses deletes nothing); one that is refused waits until every
 blocker its refusal named is gone: absent, not merely Terminating (an object whose finalizers still hold it blocks
 what it names until it is gone, and the run waits for it up to --timeout). A delete refused for another reason is
 noted and the rest goes on. What has no known order goes last, in one final wave: when nothing else can move,
-everything left is asked again at once (a dry run that had no answer, a refused delete), then the objects you named
+everything left is asked again at once (a DELETE that had no answer, a refused delete), then the objects you named
 with --skip-protection are annotated and deleted, both with their uid as precondition (a new object of the same
 name is never touched); if that delete fails, the annotation is taken off again. A named object is otherwise ordered
-like the rest: only a cycle through it makes the plugin skip its protection. Only objects a dry run just allowed are
-deleted. The run ends with a report of what is left and why: finalizers by name, the blockers that still reference
+like the rest: only a cycle through it makes the plugin skip its protection. --plan dry-runs each object whose type
+some rule protects (every object when the rules cannot all be read). The run ends with a report of what is left and why: finalizers by name, the blockers that still reference
 an object, refusals, cycles (-o json: the same as JSON).
 
 A whole-workspace run (--workspace without -n) asks for confirmation on the terminal, or takes --yes; without a
