@@ -4,9 +4,11 @@
 // rules cannot be read), the run deletes with the uid precondition and no dry run, and reads objects again until
 // gone; a blocker in another namespace makes the plan incomplete (exit 1).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { parse } from "yaml";
 import { run } from "../../src/plugin/main.ts";
 import { writeFakeKubeconfig } from "../support/fake-kubeconfig.ts";
 
@@ -14,28 +16,15 @@ const WS = "/clusters/root:consumer1";
 const VPCS = `${WS}/apis/network.test.io/v1/namespaces/team-a/vpcs`;
 const VMS = `${WS}/apis/compute.test.io/v1/namespaces/team-a/virtualmachines`;
 
-/** VMs depend on the VPC they name: VPCs are the one type protection can refuse. */
-const VPC_RULE = {
-  metadata: { name: "vm-dependencies", annotations: { "kcp.io/cluster": "lc-root" } },
-  spec: {
-    dependent: {
-      apiExportName: "compute.test.io",
-      group: "compute.test.io",
-      version: "v1",
-      kind: "VirtualMachine",
-      resource: "virtualmachines",
-    },
-    dependencies: [
-      {
-        apiExportRef: { path: "root:network", name: "network.test.io" },
-        group: "network.test.io",
-        version: "v1",
-        resource: "vpcs",
-        fieldRef: { path: ".spec.vpcRef.name" },
-      },
-    ],
-  },
-};
+/** The fixture rule (VMs depend on their VPC and Subnet), as read from root: VPCs are the one type here it protects. */
+const VPC_RULE = (() => {
+  const text = readFileSync(new URL("../fixtures/dependencyrule-vm.yaml", import.meta.url), "utf8");
+  const rule = parse(text.replaceAll("${NETWORK_PROVIDER_PATH}", "root:network-provider")) as {
+    metadata: Record<string, unknown>;
+  };
+  rule.metadata["annotations"] = { "kcp.io/cluster": "lc-root" };
+  return rule;
+})();
 
 interface Obj {
   kind: string;
