@@ -12,7 +12,7 @@ export const REPORT_KIND = "TeardownReport";
 
 /**
  * Why an object is still there. terminating: its delete was accepted, finalizers (or the deletion itself) still hold
- * it; failed: its delete was refused for another reason than a blocker; blocked: dependents its last dry run named
+ * it; failed: its delete was refused for another reason than a blocker; blocked: dependents its last refusal named
  * still exist; not-reached: the run ended (--timeout) before its turn; the rest are the plan's reasons.
  */
 export type LeftReason = "terminating" | "failed" | "blocked" | "not-reached" | StuckReason;
@@ -26,7 +26,7 @@ export interface LeftObject {
   /** One sentence: the finalizers, the blockers, the refusal, the cycle. */
   detail: string;
   finalizers: string[];
-  /** Ids of the objects still there that its last dry run named as blockers. */
+  /** Ids of the objects still there that its last refusal named as blockers. */
   blockedBy: string[];
 }
 
