@@ -133,16 +133,23 @@ function heaps(o: { consumers: number; declined: number; rules: number }) {
     const view = kcp.view();
     return { view, plans: plan(rules, view) };
   });
-  const build = () => {
+  const build = (input: unknown[] = objects) => {
     const state = new RegistryState({});
-    state.observe(objects);
+    state.observe(input);
     state.settle(new Map());
     return state;
   };
   build(); // warm-up: the code compiled on first use is heap too, and not the registry's
   const registry = heapOf(build);
+  const empty = heapOf(() => build([]));
   const configBytes = JSON.stringify(kcp.view().existing[0]?.object ?? {}).length;
-  return { planningBytes: planning.bytes, registryBytes: registry.bytes, configBytes, stored: kcp.count() };
+  return {
+    planningBytes: planning.bytes,
+    registryBytes: registry.bytes,
+    emptyRegistryBytes: empty.bytes,
+    configBytes,
+    stored: kcp.count(),
+  };
 }
 
 /** The steady pass at `n` consumers: plan CPU and how often planActions compared a consumer's cluster. */
@@ -179,7 +186,8 @@ function print(rows: PassRow[], heap: ReturnType<typeof heaps>, scale: ReturnTyp
   console.log(
     `\none configuration as stored: ${kib(heap.configBytes)} of JSON; ${heap.stored} stored\n` +
       `controller's planning state of a steady pass (view read, configuration, plan): heap ${kib(heap.planningBytes)}\n` +
-      `webhook's rule registry with the local-target rules: heap ${kib(heap.registryBytes)} (no input names a consumer)`,
+      `webhook's rule registry with the local-target rules: heap ${kib(heap.registryBytes)}, ` +
+      `empty ${kib(heap.emptyRegistryBytes)} (no input of it names a consumer)`,
   );
   console.log("\nsteady pass by size   consumers  accepting  planned  plan ms  cluster reads in planActions");
   for (const s of scale)
@@ -213,6 +221,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.log(`node ${process.version}, ${o.consumers} consumers (${o.declined} declined), ${o.rules} rules`);
     const rows = steps(o);
     const heap = heaps(o);
-    print(rows, heap, values.scale.split(",").map((n) => scaleRow(Number(n), o.rules, o.runs)));
+    print(
+      rows,
+      heap,
+      values.scale.split(",").map((n) => scaleRow(Number(n), o.rules, o.runs)),
+    );
   }
 }
