@@ -1,6 +1,7 @@
 // Who usually owns a finalizer, from its name alone. A finalizer is a string any writer may add; the controller that
 // removes it is known only by convention (its domain prefix). This table names the conventions a kcp user meets:
-// api-syncagent's, kcp's own, Kubernetes'. It says "usually": a tenant may write any of these names itself. Pure.
+// api-syncagent's, kcp's own, Kubernetes'. It says "usually": a tenant may write any of these names itself. And how
+// long they have held an object: its deletionTimestamp against a clock the caller reads. Pure; why and teardown share it.
 
 export interface FinalizerOwner {
   /** Who usually removes it. */
@@ -68,4 +69,22 @@ export function finalizerOwner(name: string): FinalizerOwner {
   const k = KNOWN.find((x) => matches(x, name));
   if (!k) return { owner: UNKNOWN_OWNER };
   return k.note !== undefined ? { owner: k.owner, note: k.note } : { owner: k.owner };
+}
+
+/** Whole seconds from the deletionTimestamp `since` to `nowMs`, 0 under clock skew; undefined when `since` is no time. */
+export function secondsSince(since: string, nowMs: number): number | undefined {
+  const at = Date.parse(since);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.floor((nowMs - at) / 1000));
+}
+
+/** `42s`, `5m12s`, `3h4m`, `2d5h`: the two largest units, as kubectl shows ages. */
+export function age(seconds: number): string {
+  const d = Math.floor(seconds / 86400);
+  const h = Math.floor((seconds % 86400) / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (d > 0) return `${d}d${h > 0 ? `${h}h` : ""}`;
+  if (h > 0) return `${h}h${m > 0 ? `${m}m` : ""}`;
+  if (m > 0) return `${m}m${s > 0 ? `${s}s` : ""}`;
+  return `${s}s`;
 }

@@ -190,9 +190,9 @@ describe("the plugin's text outputs escape what tenants wrote", () => {
       blockedBy: new Map(),
       failures: new Map(),
     };
-    assertShownEscaped(reportText(run, ctx));
+    assertShownEscaped(reportText(run, ctx, 0));
     assertJsonEscaped(
-      reportJson(run, ctx),
+      reportJson(run, ctx, 0),
       (doc) => (doc as { left: { finalizers: string[] }[] }).left[0]?.finalizers[0],
     );
   });

@@ -14,6 +14,7 @@ import { reportJson, reportText, teardownReport } from "../../src/plugin/command
 import { protectedTypes, survey, type TeardownApi } from "../../src/plugin/commands/teardown/survey.ts";
 import { parseRule, type ParsedRule } from "../../src/api/rule.ts";
 import type { Clock } from "../../src/util/clock.ts";
+import { age, finalizerOwner, UNKNOWN_OWNER } from "../../src/plugin/finalizers.ts";
 
 /** Time moves only when someone sleeps: the loop runs without waiting. */
 class SteppingClock implements Clock {
@@ -112,6 +113,7 @@ class FakeWorkspace implements TeardownApi {
     else {
       f.o.deleting = true;
       f.deletedAt ??= this.clock.now();
+      f.o.deletionTimestamp ??= new Date(f.deletedAt).toISOString();
     }
     return Promise.resolve({ outcome: "allowed" });
   }
@@ -218,23 +220,79 @@ describe("teardown run loop", () => {
       [["backend.test/hold"], ["backend.test/hold"]],
     );
     // The report: each VM Terminating with its finalizer named, each Subnet and VPC still referenced by what is left.
-    const rep = teardownReport(r);
+    const rep = teardownReport(r, clock.now());
     assert.equal(rep.complete, false);
     const why = Object.fromEntries(rep.left.map((o) => [o.name, `${o.reason}: ${o.detail}`]));
+    const held = `Terminating, held by finalizer(s) backend.test/hold; backend.test/hold → ${UNKNOWN_OWNER}`;
+    const since = (s: string): string => `; since 1970-01-01T00:00:${s}Z`;
     assert.deepEqual(why, {
-      "vm-0": "terminating: Terminating, held by finalizer(s) backend.test/hold",
-      "vm-1": "terminating: Terminating, held by finalizer(s) backend.test/hold",
+      "vm-0": `terminating: ${held}${since("00.000")} (${age(clock.now() / 1000)} ago)`,
+      "vm-1": `terminating: ${held}${since("00.000")} (${age(clock.now() / 1000)} ago)`,
       "subnet-0": "blocked: still referenced by VirtualMachine/default/vm-0",
       "subnet-1": "blocked: still referenced by VirtualMachine/default/vm-1",
       "vpc-0": "blocked: still referenced by Subnet/default/subnet-0, VirtualMachine/default/vm-0",
       "vpc-1": "blocked: still referenced by Subnet/default/subnet-1, VirtualMachine/default/vm-1",
     });
-    const text = reportText(r, { workspace: "root:c", namespace: "default" });
+    const text = reportText(r, { workspace: "root:c", namespace: "default" }, clock.now());
     assert.match(text, /NOT finished: timed out waiting for 2 object\(s\) to go/);
     assert.match(
       text,
       /VirtualMachine\/default\/vm-0 +terminating +Terminating, held by finalizer\(s\) backend.test\/hold/,
     );
+  });
+
+  it("the report names who usually removes each finalizer (the one owner table) and since when, by the clock given", () => {
+    const since = "2026-11-28T05:58:55Z";
+    const now = Date.parse(since) + 65_000;
+    const vm = (name: string, finalizers: string[], deletionTimestamp?: string): PlanObject => ({
+      id: objectId({ group: "g", resource: "vms", namespace: "default", name }),
+      group: "g",
+      version: "v1",
+      resource: "vms",
+      kind: "VirtualMachine",
+      namespace: "default",
+      name,
+      finalizers,
+      deleting: true,
+      ...(deletionTimestamp ? { deletionTimestamp } : {}),
+      skipProtection: false,
+    });
+    const r = {
+      ok: false,
+      deleted: 0,
+      refusedDeletes: 0,
+      waves: [],
+      elapsedMs: 1000,
+      problem: "timed out waiting for 2 object(s) to go",
+      left: [vm("synced", ["syncagent.kcp.io/cleanup", "orphan"], since), vm("no-time", [])],
+      blockedBy: new Map<string, string[]>(),
+      failures: new Map<string, string>(),
+    };
+    const ctx = { workspace: "root:c", namespace: "default" };
+    const doc = JSON.parse(reportJson(r, ctx, now)) as {
+      left: { name: string; detail: string; finalizers: string[]; terminating?: unknown }[];
+    };
+    const synced = doc.left.find((o) => o.name === "synced")!;
+    assert.deepEqual(synced.finalizers, ["syncagent.kcp.io/cleanup", "orphan"], "the names as before");
+    assert.deepEqual(synced.terminating, {
+      since,
+      ageSeconds: 65,
+      finalizers: [
+        { name: "syncagent.kcp.io/cleanup", ...finalizerOwner("syncagent.kcp.io/cleanup") },
+        { name: "orphan", ...finalizerOwner("orphan") },
+      ],
+    });
+    assert.equal(
+      synced.detail,
+      "Terminating, held by finalizer(s) syncagent.kcp.io/cleanup, orphan; syncagent.kcp.io/cleanup → api-syncagent; " +
+        `orphan → Kubernetes (the garbage collector); since ${since} (1m5s ago)`,
+    );
+    // No deletionTimestamp shown and no finalizer left: nothing made up.
+    assert.deepEqual(doc.left.find((o) => o.name === "no-time")!.terminating, { finalizers: [] });
+    const text = reportText(r, ctx, now);
+    assert.match(text, /VirtualMachine\/default\/synced +terminating +Terminating, held by finalizer\(s\) syncagent/);
+    assert.match(text, /orphan → Kubernetes \(the garbage collector\); since 2026-11-28T05:58:55Z \(1m5s ago\)/);
+    assert.match(text, /no-time +terminating +Terminating, no finalizer left: deletion still in progress\s*$/m);
   });
 
   it("a cycle: nothing on it is deleted, the report names it", async () => {
@@ -286,7 +344,10 @@ describe("teardown run loop", () => {
     assert.deepEqual(ws.deletes, []);
     assert.deepEqual(ws.patches, []);
     assert.equal(ws.objs.size, 2);
-    assert.match(teardownReport(r).left.find((o) => o.name === "a")!.detail, /not annotated: gone or replaced/);
+    assert.match(
+      teardownReport(r, clock.now()).left.find((o) => o.name === "a")!.detail,
+      /not annotated: gone or replaced/,
+    );
   });
 
   it("the delete of an annotated object fails: the annotation is taken off again", async () => {
@@ -343,7 +404,7 @@ describe("teardown run loop", () => {
       r.left.map((o) => o.name),
       ["locked"],
     );
-    const json = JSON.parse(reportJson(r, { workspace: "root:c", namespace: "default" })) as {
+    const json = JSON.parse(reportJson(r, { workspace: "root:c", namespace: "default" }, clock.now())) as {
       kind: string;
       complete: boolean;
       problem: string;
@@ -390,7 +451,7 @@ describe("teardown run loop", () => {
     ws.add("vpcs", "a", ["subnets/b"]);
     ws.add("subnets", "b", ["vpcs/a"]);
     const r = await executeTeardown(ws, opts(clock));
-    const rep = teardownReport(r);
+    const rep = teardownReport(r, clock.now());
     assert.deepEqual(
       rep.left.map((o) => [o.name, o.reason]),
       [
@@ -399,7 +460,7 @@ describe("teardown run loop", () => {
       ],
     );
     assert.deepEqual(rep.cycles, [["g/subnets/default/b", "g/vpcs/default/a"]]);
-    assert.match(reportText(r, { workspace: "root:c" }), /--skip-protection subnets\.g\/default\/b/);
+    assert.match(reportText(r, { workspace: "root:c" }, clock.now()), /--skip-protection subnets\.g\/default\/b/);
   });
 
   it("a DELETE without an answer is asked once more (its uid precondition makes that safe)", async () => {

@@ -4,10 +4,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { answerOf } from "../../src/plugin/causes.ts";
-import { finalizerOwner, UNKNOWN_OWNER } from "../../src/plugin/finalizers.ts";
+import { age, finalizerOwner, UNKNOWN_OWNER } from "../../src/plugin/finalizers.ts";
 import { whyReport, type WhyDocument, type WhyTarget } from "../../src/plugin/commands/why/report.ts";
 import {
-  age,
   contentsOf,
   dependentsOf,
   objectStateOf,

@@ -50,6 +50,7 @@ export function toPlanObject(r: ApiResource, item: unknown, named: ReadonlySet<s
     ...(typeof meta["uid"] === "string" ? { uid: meta["uid"] } : {}),
     finalizers: Array.isArray(meta["finalizers"]) ? meta["finalizers"].map(String) : [],
     deleting: typeof meta["deletionTimestamp"] === "string",
+    ...(typeof meta["deletionTimestamp"] === "string" ? { deletionTimestamp: meta["deletionTimestamp"] } : {}),
     skipProtection: annotated(meta, SKIP_PROTECTION_ANNOTATION),
     ...(named.has(id) ? { named: true } : {}),
   };

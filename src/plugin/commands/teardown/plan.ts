@@ -21,6 +21,8 @@ export interface PlanObject extends ObjectRef {
   finalizers: string[];
   /** A delete was accepted already (deletionTimestamp set); it goes when its finalizers clear. */
   deleting: boolean;
+  /** metadata.deletionTimestamp as kcp wrote it, when deleting: since when the finalizers hold it (the report). */
+  deletionTimestamp?: string;
   /** Protection is skipped for it (the annotation is set): nothing blocks its delete. */
   skipProtection: boolean;
   /**

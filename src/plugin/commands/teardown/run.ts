@@ -55,7 +55,8 @@ export async function runTeardown(
       progress,
     });
     // Non-zero whenever anything is left; the report says what and why.
-    const text = cmd.format === "json" ? reportJson(report, ctx) : reportText(report, ctx);
+    const now = clock.now();
+    const text = cmd.format === "json" ? reportJson(report, ctx, now) : reportText(report, ctx, now);
     return { exitCode: report.ok ? 0 : 1, text };
   });
 }

@@ -4,14 +4,8 @@
 // printable, and the lines here go through printable() themselves.
 import { printable } from "../../../util/printable.ts";
 import { renderTable } from "../../table.ts";
-import {
-  age,
-  FOREGROUND,
-  type Condition,
-  type HeldFinalizer,
-  type Remaining,
-  type Terminating,
-} from "./terminating.ts";
+import { age } from "../../finalizers.ts";
+import { FOREGROUND, type Condition, type HeldFinalizer, type Remaining, type Terminating } from "./terminating.ts";
 
 /** How many names a row of a namespace's content shows; -o json has them all. */
 const NAMES_SHOWN = 5;

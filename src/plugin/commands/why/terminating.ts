@@ -3,7 +3,7 @@
 // still there; for a namespace the objects still in it; for a workspace its LogicalCluster. The reads that feed it are
 // in read.ts; the text and JSON that show it in report.ts and terminating-text.ts.
 import { isRecord } from "../../../util/json.ts";
-import { finalizerOwner } from "../../finalizers.ts";
+import { finalizerOwner, secondsSince } from "../../finalizers.ts";
 
 export interface OwnerRef {
   apiVersion: string;
@@ -189,11 +189,11 @@ export interface Holders {
 /** The object's state and what holds it → the explanation; undefined when the object is not being deleted. */
 export function terminatingOf(s: ObjectState, nowMs: number, holders: Holders = {}): Terminating | undefined {
   if (s.deletionTimestamp === undefined) return undefined;
-  const at = Date.parse(s.deletionTimestamp);
+  const ageSeconds = secondsSince(s.deletionTimestamp, nowMs);
   const lc = holders.logicalCluster;
   return {
     since: s.deletionTimestamp,
-    ...(Number.isNaN(at) ? {} : { ageSeconds: Math.max(0, Math.floor((nowMs - at) / 1000)) }),
+    ...(ageSeconds !== undefined ? { ageSeconds } : {}),
     finalizers: heldFinalizers(s),
     ownerReferences: s.ownerReferences,
     ...(s.phase ? { phase: s.phase } : {}),
@@ -211,16 +211,4 @@ export function terminatingOf(s: ObjectState, nowMs: number, holders: Holders = 
         }
       : {}),
   };
-}
-
-/** `42s`, `5m12s`, `3h4m`, `2d5h`: the two largest units, as kubectl shows ages. */
-export function age(seconds: number): string {
-  const d = Math.floor(seconds / 86400);
-  const h = Math.floor((seconds % 86400) / 3600);
-  const m = Math.floor((seconds % 3600) / 60);
-  const s = seconds % 60;
-  if (d > 0) return `${d}d${h > 0 ? `${h}h` : ""}`;
-  if (h > 0) return `${h}h${m > 0 ? `${m}m` : ""}`;
-  if (m > 0) return `${m}m${s > 0 ? `${s}s` : ""}`;
-  return `${s}s`;
 }
