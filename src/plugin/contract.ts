@@ -82,7 +82,7 @@ export const CONNECTION_FLAGS: readonly CommandFlag[] = [
   },
 ];
 
-/** `--rule-workspace`, as graph, check and verify read it; why words it for its own use. */
+/** `--rule-workspace`, as graph, check, verify and teardown (--plan) read it; why words it for its own use. */
 export const RULE_WORKSPACE: CommandFlag = {
   name: "rule-workspace",
   type: "list",

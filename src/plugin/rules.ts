@@ -44,10 +44,11 @@ export async function walkWorkspaces(base: RestClient, root: string, skipped: st
 }
 
 /**
- * The DependencyRules in each workspace. A named workspace that cannot be read is an error; found by walking, it is
- * skipped with a note (the user sees what they may read, no more).
+ * The DependencyRules in each workspace. A named workspace that cannot be read is an error (unless `skipUnreadable`:
+ * then it is skipped with a note, as teardown's plan can do without it); found by walking, it is skipped with a note
+ * (the user sees what they may read, no more). A name that is no workspace path is always an error.
  */
-export async function readRules(s: Session, named: readonly string[]): Promise<RuleScan> {
+export async function readRules(s: Session, named: readonly string[], skipUnreadable = false): Promise<RuleScan> {
   const skipped: string[] = [];
   const paths = named.length > 0 ? [...named] : await walkWorkspaces(s.base, "root", skipped);
   const scan: RuleScan = { rules: [], objects: [], searched: paths, skipped };
@@ -68,7 +69,7 @@ export async function readRules(s: Session, named: readonly string[]): Promise<R
       const e = isApiError(err, 403)
         ? new PluginError(`you may not read dependencyrules in ${workspace}`)
         : explain(err, `read dependencyrules in ${workspace}`);
-      if (named.length > 0) throw e;
+      if (named.length > 0 && !skipUnreadable) throw e;
       skipped.push(e.message);
     }
   }

@@ -1,7 +1,7 @@
 // teardown through the one REST client, against a local HTTP stand-in for kcp that refuses a referenced DELETE the
 // way the webhook does (a 409 Status with details.causes): the bound types come from APIBindings (kcp's own
-// *.kcp.io types left out), the plan from dry runs of the types the readable rules protect (of every type when the
-// rules cannot be read), the run deletes with the uid precondition and no dry run, and reads objects again until
+// *.kcp.io types left out), the plan from dry runs of the types the readable rules protect (read by the walk from root
+// or from the --rule-workspace named; of every type when the rules cannot all be read), the run deletes with the uid precondition and no dry run, and reads objects again until
 // gone; a blocker in another namespace makes the plan incomplete (exit 1).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -13,6 +13,7 @@ import { run } from "../../src/plugin/main.ts";
 import { writeFakeKubeconfig } from "../support/fake-kubeconfig.ts";
 
 const WS = "/clusters/root:consumer1";
+const PROVIDER = "/clusters/root:network-provider";
 const VPCS = `${WS}/apis/network.test.io/v1/namespaces/team-a/vpcs`;
 const VMS = `${WS}/apis/compute.test.io/v1/namespaces/team-a/virtualmachines`;
 
@@ -65,9 +66,17 @@ describe("teardown against a kcp stand-in", () => {
     json(200, { items: [VPC_RULE] });
   }
 
+  /** The provider's workspace: its rules, readable by the consumer; any other workspace: 403. */
+  function provider(p: string, json: (c: number, b: unknown) => void): void {
+    if (p === `${PROVIDER}/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules`)
+      return json(200, { items: [VPC_RULE] });
+    json(403, { kind: "Status", code: 403, reason: "Forbidden", message: "forbidden" });
+  }
+
   function handle(req: http.IncomingMessage, body: string, url: URL, json: (c: number, b: unknown) => void): void {
     const p = url.pathname;
     if (p.startsWith("/clusters/root/")) return root(p, json);
+    if (p.startsWith("/clusters/root:") && !p.startsWith(`${WS}/`)) return provider(p, json);
     if (p === `${WS}/apis/apis.kcp.io/v1alpha1/apibindings`)
       return json(200, {
         items: [
@@ -202,6 +211,42 @@ describe("teardown against a kcp stand-in", () => {
     } finally {
       rulesReadable = false;
     }
+  });
+
+  it("--plan --rule-workspace: root unreadable, the provider's rules read: only its protected type is dry-run", async () => {
+    seed();
+    requests.length = 0;
+    const r = await teardown("--plan", "--rule-workspace", "root:network-provider");
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /^2\s+VPC\s+team-a\s+vpc-1\s+VirtualMachine\/team-a\/vm-1\s*$/m);
+    assert.deepEqual(dryRuns(), [`DELETE ${VPCS}/vpc-1?dryRun=All`], "1 dry run, where the walk from root costs 2");
+    assert.ok(!requests.some((q) => q.includes("/clusters/root/")), "no walk from root");
+    assert.equal(r.err, "");
+  });
+
+  it("--plan --rule-workspace naming a workspace the user may not read: says which, dry-runs every object", async () => {
+    seed();
+    requests.length = 0;
+    const r = await teardown("--plan", "--rule-workspace", "root:network-provider", "--rule-workspace", "root:secret");
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /2 object\(s\) in 2 wave\(s\)/);
+    assert.equal(dryRuns().length, 2);
+    assert.match(r.err, /you may not read dependencyrules in root:secret/);
+    assert.match(r.err, /not every DependencyRule is readable: dry-running every object/);
+  });
+
+  it("--rule-workspace without --plan, or not a workspace path: a clear error, nothing deleted", async () => {
+    seed();
+    requests.length = 0;
+    const run = await teardown("--rule-workspace", "root:network-provider");
+    assert.equal(run.code, 2);
+    assert.match(run.err, /--rule-workspace is for --plan/);
+    assert.deepEqual(requests, []);
+    const bad = await teardown("--plan", "--rule-workspace", "not a path");
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /--rule-workspace not a path: not a workspace path/);
+    assert.deepEqual(dryRuns(), []);
+    assert.equal(objects.size, 2);
   });
 
   it("runs: deletes with the uid precondition, dependents first, no dry run, and the namespace ends empty", async () => {

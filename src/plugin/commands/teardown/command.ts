@@ -5,6 +5,7 @@ import {
   namespaceFlag,
   outputFlag,
   read,
+  RULE_WORKSPACE,
   type CommandFlag,
   type CommandResult,
   type PluginCommand,
@@ -53,6 +54,10 @@ function parse(given: GivenArgs, connection: Connection): TeardownCommand {
   if (!namespace && !connection.workspace)
     throw new UsageError("say what to take down: -n <namespace>, or --workspace <path> for the whole workspace");
   const plan = read.switch(given, PLAN);
+  const ruleWorkspaces = read.list(given, RULE_WORKSPACE);
+  // The run itself reads no rules (it sends no dry run): the flag would silently do nothing there.
+  if (ruleWorkspaces.length > 0 && !plan)
+    throw new UsageError("--rule-workspace is for --plan: the run itself reads no rules (it sends no dry run)");
   const format = read.format<PlanFormat>(given, OUTPUT);
   const concurrency = read.count(given, CONCURRENCY);
   return {
@@ -63,6 +68,7 @@ function parse(given: GivenArgs, connection: Connection): TeardownCommand {
     concurrency,
     skipProtection: read.list(given, SKIP_PROTECTION),
     yes: read.switch(given, YES),
+    ruleWorkspaces,
     connection,
     ...(namespace ? { namespace } : {}),
   };
@@ -89,7 +95,7 @@ async function confirmed(cmd: TeardownCommand, ctx: RunContext): Promise<Command
 
 export const teardown: PluginCommand<TeardownCommand> = {
   name: "teardown",
-  usage: "teardown (-n <namespace> | --workspace <path> [--yes]) [--plan] [-o table|json]",
+  usage: "teardown (-n <namespace> | --workspace <path> [--yes]) [--plan [--rule-workspace <path>]...] [-o table|json]",
   brief: "teardown -n <ns> | --workspace <path>",
   summary: "delete everything there in dependency order (--plan: only show it)",
   prose: `Deletes every object of the workspace's bound types (APIBindings) in one namespace (-n), or in the whole workspace
@@ -104,7 +110,9 @@ everything left is asked again at once (a DELETE that had no answer, a refused d
 with --skip-protection are annotated and deleted, both with their uid as precondition (a new object of the same
 name is never touched); if that delete fails, the annotation is taken off again. A named object is otherwise ordered
 like the rest: only a cycle through it makes the plugin skip its protection. --plan dry-runs each object whose type
-some rule protects (every object when the rules cannot all be read). The run ends with a report of what is left and why: finalizers by name, the blockers that still reference
+some rule protects, reading the rules from every workspace below root you may list, or from the workspaces named
+with --rule-workspace (the providers' workspaces, for a consumer who may read their rules but not list root); when
+the rules cannot all be read, it dry-runs every object. The run ends with a report of what is left and why: finalizers by name, the blockers that still reference
 an object, refusals, cycles (-o json: the same as JSON).
 
 A whole-workspace run (--workspace without -n) asks for confirmation on the terminal, or takes --yes; without a
@@ -117,12 +125,13 @@ teardown, a delete refused for another reason, a finalizer that does not clear b
 a whole-workspace run not confirmed.`,
   examples: [
     "kubectl dependencies teardown -n default --plan",
+    "kubectl dependencies teardown -n default --plan --rule-workspace root:network-provider",
     "kubectl dependencies teardown -n default --timeout 5m",
     "kubectl dependencies teardown -n default -o json",
     "kubectl dependencies teardown --workspace root:consumer1 --plan -o json",
     "kubectl dependencies teardown --workspace root:consumer1 --yes",
   ],
-  flags: [NAMESPACE, PLAN, OUTPUT, TIMEOUT, CONCURRENCY, SKIP_PROTECTION, YES],
+  flags: [NAMESPACE, PLAN, RULE_WORKSPACE, OUTPUT, TIMEOUT, CONCURRENCY, SKIP_PROTECTION, YES],
   parse,
   async run(cmd, ctx) {
     const refused = await confirmed(cmd, ctx);

@@ -27,6 +27,8 @@ export interface TeardownCommand {
   skipProtection: string[];
   /** A whole-workspace run goes without asking. */
   yes: boolean;
+  /** --rule-workspace: where --plan reads the rules (else walking from root). */
+  ruleWorkspaces: string[];
   connection: Connection;
 }
 
@@ -44,7 +46,7 @@ export async function runTeardown(
     const types = await boundTypes(s);
     const api = kcpTeardownApi(s, scope, types, namedIds(cmd.skipProtection, types, cmd.namespace));
     if (cmd.plan) {
-      const { plan } = await planScope(s, api, cmd.concurrency, progress);
+      const { plan } = await planScope(s, api, cmd.concurrency, progress, cmd.ruleWorkspaces);
       const text = cmd.format === "json" ? planJson(plan, ctx) : planTable(plan, ctx);
       return { exitCode: plan.stuck.length === 0 ? 0 : 1, text };
     }
@@ -63,16 +65,23 @@ export async function runTeardown(
 
 /**
  * The plan of what `api` lists: the rules the user may read say which types protection can refuse, and only objects
- * of those types are dry-run. When the rules cannot all be read (a workspace the user may not list, a rule that does
- * not parse), every object is dry-run, as protection could refuse any type.
+ * of those types are dry-run. The rules are read from `ruleWorkspaces` (--rule-workspace), else from every workspace
+ * below root the user may list. When they cannot all be read (a workspace the user may not list or read, a rule that
+ * does not parse), every object is dry-run, as protection could refuse any type.
  */
 export async function planScope(
   s: Session,
   api: TeardownApi,
   concurrency: number,
   progress: (line: string) => void,
+  ruleWorkspaces: readonly string[] = [],
 ): Promise<{ plan: Plan; dryRuns: number }> {
-  const protects = protectedTypes(await readRules(s, []));
-  if (!protects) progress("not every DependencyRule is readable: dry-running every object");
+  const scan = await readRules(s, ruleWorkspaces, true);
+  const protects = protectedTypes(scan);
+  if (!protects) {
+    for (const skipped of scan.skipped) progress(skipped);
+    const hint = ruleWorkspaces.length === 0 ? " (name the workspaces whose rules you may read: --rule-workspace)" : "";
+    progress(`not every DependencyRule is readable: dry-running every object${hint}`);
+  }
   return survey(api, await api.list(), concurrency, protects);
 }
