@@ -21,9 +21,19 @@ describe("teardown arguments", () => {
         concurrency: 32,
         skipProtection: [],
         yes: false,
+        ruleWorkspaces: [],
         connection: {},
       },
     });
+  });
+
+  it("--plan takes repeated --rule-workspace; without --plan it is a usage error", () => {
+    const r = parseArgs(["teardown", "-n", "x", "--plan", "--rule-workspace", "root:a", "--rule-workspace=root:b"]);
+    assert.ok(r?.ok && r.command.name === "teardown");
+    assert.deepEqual(r.command.ruleWorkspaces, ["root:a", "root:b"]);
+    const bad = parseArgs(["teardown", "-n", "x", "--rule-workspace", "root:a"]);
+    assert.ok(bad && !bad.ok);
+    assert.match(JSON.stringify(bad), /--rule-workspace is for --plan/);
   });
 
   it("--workspace alone is the whole workspace; flags before the command; repeated --skip-protection", () => {
