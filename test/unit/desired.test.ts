@@ -289,6 +289,28 @@ describe("planActions", () => {
       [`delete ${STORAGE}`, "delete zz"],
     );
   });
+
+  // A structural count, not a time: each read of an observed configuration's workspace is counted. Linear planning
+  // reads each one a fixed number of times; the old scan per desired workspace read n(n+1)/2 (2,001,000 at 2,000).
+  it("reads each observed configuration a bounded number of times, however many workspaces (linear, not quadratic)", () => {
+    const n = 2000;
+    const clusters = Array.from({ length: n }, (_, i) => logicalClusterName(`c${i}`));
+    let reads = 0;
+    const counted: ExistingConfiguration[] = clusters.map((cluster) => ({
+      object: vpcsOnly,
+      get cluster() {
+        reads++;
+        return cluster;
+      },
+    }));
+    const all = new Map(clusters.map((c) => [c, vpcsOnly]));
+    assert.deepEqual(planActions(all, counted, { keep: new Set() }), []);
+    assert.ok(reads <= 3 * n, `${reads} reads of ${n} configurations`);
+    reads = 0;
+    const actions = planActions(new Map([...all].slice(0, n / 2)), counted, { keep: new Set() });
+    assert.equal(actions.filter((a) => a.kind === "delete").length, n / 2);
+    assert.ok(reads <= 4 * n, `${reads} reads of ${n} configurations when half are pruned`);
+  });
 });
 
 describe("keptWorkspaces", () => {
