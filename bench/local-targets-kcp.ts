@@ -9,6 +9,10 @@ import type { Action, ExistingConfiguration } from "../src/controller/actions.ts
 import type { ValidatingWebhookConfiguration } from "../src/controller/desired.ts";
 import type { ExportView } from "../src/controller/local-targets.ts";
 import { CLUSTER_ANNOTATION, type LogicalClusterName } from "../src/api/types.ts";
+import { WEBHOOK_CONFIGURATIONS_PATH } from "../src/api/wire.ts";
+import { VWC_CLAIM } from "../src/controller/local-targets.ts";
+import type { ClusterClient } from "../src/controller/writer.ts";
+import { ApiError } from "../src/kcp/rest.ts";
 
 export interface ApplyCounts {
   create: number;
@@ -24,6 +28,8 @@ export class ExportConsumers {
   /** consumer → name → the configuration as stored (JSON text, as a list returns it). */
   private readonly stored = new Map<LogicalClusterName, Map<string, string>>();
   private version = 1;
+  /** The export, or the provider's grant on it, is gone: its virtual workspace answers 403 to everything. */
+  gone = false;
 
   /** The view one pass reads: every binding, and our configurations where the claim is accepted (parsed afresh). */
   view(): ExportView {
@@ -57,6 +63,42 @@ export class ExportConsumers {
       counts[a.kind]++;
     }
     return counts;
+  }
+
+  /**
+   * The export's virtual workspace as the controller's REST client sees it (local-targets-sync.ts), for `*` (the
+   * lists) or one consumer (the writes): the same rules as `view` and `apply`, refusals as kcp's status codes.
+   */
+  client(cluster: LogicalClusterName | "*"): ClusterClient {
+    return {
+      request: <T>(method: string, path: string, opts?: { body?: unknown }): Promise<T> => {
+        const fail = (status: number) => Promise.reject(new ApiError(method, path, status, "", "refused"));
+        if (this.gone) return fail(403);
+        if (cluster === "*" && method === "GET") return Promise.resolve(this.list(path) as T);
+        if (cluster === "*") return fail(405);
+        const name = path.slice(WEBHOOK_CONFIGURATIONS_PATH.length + 1);
+        const object = opts?.body as ValidatingWebhookConfiguration;
+        const action: Action =
+          method === "POST"
+            ? { kind: "create", cluster, object, reason: "" }
+            : method === "PUT"
+              ? { kind: "update", cluster, object, reason: "" }
+              : { kind: "delete", cluster, name, reason: "" };
+        const exists = this.stored.get(cluster)?.has(action.kind === "delete" ? name : object.metadata.name) ?? false;
+        if (this.apply([action]).refused === 0) return Promise.resolve({} as T);
+        return fail(!this.consumers.get(cluster) ? 403 : exists ? 409 : 404);
+      },
+    };
+  }
+
+  private list(path: string): { items: unknown[] } {
+    if (path.startsWith(WEBHOOK_CONFIGURATIONS_PATH)) return { items: this.view().existing.map((e) => e.object) };
+    const items = [...this.consumers].map(([cluster, accepted]) => ({
+      metadata: { annotations: { [CLUSTER_ANNOTATION]: cluster } },
+      spec: { permissionClaims: [{ ...VWC_CLAIM, state: accepted ? "Accepted" : "Rejected" }] },
+      status: { exportPermissionClaims: [VWC_CLAIM] },
+    }));
+    return { items };
   }
 
   private asStored(cluster: LogicalClusterName, o: ValidatingWebhookConfiguration): ValidatingWebhookConfiguration {

@@ -22,8 +22,10 @@ import {
   localConfiguration,
   localTargetSets,
   planLocalWrites,
+  type DependentExport,
   type ExportView,
 } from "../src/controller/local-targets.ts";
+import { exportsToVisit } from "../src/controller/local-targets-visits.ts";
 import { RegistryState } from "../src/webhook/rules/registry.ts";
 import { dependencyRule } from "../tools/kcp/rules.ts";
 import { ExportConsumers, type ApplyCounts } from "./local-targets-kcp.ts";
@@ -54,11 +56,14 @@ const cpuMs = (fn: () => void): number => {
   return (d.user + d.system) / 1000;
 };
 
-/** What sync() does with one view per export, minus the I/O: the writes, and the coverage the status reports. */
-function plan(rules: readonly ParsedRule[], view: ExportView) {
-  return localTargetSets(rules).map((set) => {
-    const actions = planLocalWrites(localConfiguration(set, URL, CA), view);
-    return { actions, coverage: coverageOf(set, view, new Set()) };
+/**
+ * What sync() does with one view per export, minus the I/O: the writes, and the coverage the status reports. The
+ * recorded exports (the export is recorded at its first pass) are visited too, so a pass without rules prunes.
+ */
+function plan(rules: readonly ParsedRule[], view: ExportView, recorded: readonly DependentExport[] = []) {
+  return exportsToVisit(localTargetSets(rules), recorded).map(({ set }) => {
+    const actions = planLocalWrites(set && localConfiguration(set, URL, CA), view);
+    return { actions, coverage: set ? coverageOf(set, view, new Set()) : undefined };
   });
 }
 
@@ -69,18 +74,24 @@ interface PassRow {
   readMs: number;
   planMs: number;
   covered: number;
-  /** Configurations in consumers the plan does not reach (declined, or no set for the export any more). */
+  /** Configurations in consumers the plan does not reach (a consumer that declined after accepting keeps its own). */
   leftBehind: number;
 }
 
-function pass(step: string, rules: readonly ParsedRule[], kcp: ExportConsumers, runs: number): PassRow {
+function pass(
+  step: string,
+  rules: readonly ParsedRule[],
+  kcp: ExportConsumers,
+  runs: number,
+  recorded: readonly DependentExport[] = [],
+): PassRow {
   let view: ExportView = { consumers: new Map(), existing: [], claimed: true };
   const readMs = cpuMs(() => (view = kcp.view()));
-  let plans = plan(rules, view);
-  const planMs = summarize(Array.from({ length: runs }, () => cpuMs(() => (plans = plan(rules, view))))).p50;
+  let plans = plan(rules, view, recorded);
+  const planMs = summarize(Array.from({ length: runs }, () => cpuMs(() => (plans = plan(rules, view, recorded))))).p50;
   const actions = plans.flatMap((p) => p.actions);
   const applied = kcp.apply(actions);
-  const covered = plans[0]?.coverage.kind === "read" ? plans[0].coverage.covered : 0;
+  const covered = plans[0]?.coverage?.kind === "read" ? plans[0].coverage.covered : 0;
   const reached = plans.length > 0 ? kcp.view().existing.length : 0;
   return { step, planned: actions.length, applied, readMs, planMs, covered, leftBehind: kcp.count() - reached };
 }
@@ -105,7 +116,15 @@ function steps(o: { consumers: number; declined: number; rules: number; runs: nu
   objects[1] = ruleObject(1, "secrets");
   rows.push(pass("one rule: configmaps → secrets", parsed(), kcp, o.runs));
   rows.push(pass("steady state", parsed(), kcp, o.runs));
-  rows.push(pass("every rule deleted", [], kcp, o.runs));
+  rows.push(
+    pass(
+      "every rule deleted",
+      [],
+      kcp,
+      o.runs,
+      localTargetSets(parsed()).map((set) => set.export),
+    ),
+  );
   return rows;
 }
 

@@ -1,6 +1,7 @@
 // The I/O edge of local targets (local-targets.ts decides): per dependent export with local targets, read its
 // bindings and our configurations through its virtual workspace on every shard, apply the planned writes there, and
-// answer each rule's coverage. Read every pass (two lists per export and shard); a steady state writes nothing.
+// answer each rule's coverage; the exports recorded in the dep-ctrl workspace whose rules are gone are visited too,
+// to prune. Read every pass (one GET of the record; two lists per export and shard); a steady state writes nothing.
 import type { Logger } from "pino";
 import type { ParsedRule } from "../api/rule.ts";
 import { CLUSTER_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
@@ -12,6 +13,7 @@ import {
   acceptedWebhookClaim,
   coverageOf,
   exportId,
+  exportKey,
   LOCAL_TARGETS_LABEL,
   localConfiguration,
   localTargetSets,
@@ -22,6 +24,8 @@ import {
   type ExportView,
   type LocalCoverage,
 } from "./local-targets.ts";
+import { exportsToVisit, recordAfter, recordBefore, type PruneOutcome } from "./local-targets-visits.ts";
+import { ExportRecordInMemory, type ExportRecord } from "../kcp/local-targets-record.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { send, type ClusterClient } from "./writer.ts";
 
@@ -35,6 +39,11 @@ export interface LocalTargetsDeps {
   clientFor: (endpoint: string, cluster: LogicalClusterName) => ClusterClient;
   webhookBaseUrl: string;
   mayWrite: () => boolean;
+  /**
+   * The exports where configurations may be installed, kept where only the controller writes (a ConfigMap in the
+   * dep-ctrl workspace, src/kcp/local-targets-record.ts). Unset: in this process's memory (tests; lost on restart).
+   */
+  localTargetsRecord?: ExportRecord | undefined;
   logger: Logger;
   metrics: ControllerMetrics;
 }
@@ -67,32 +76,50 @@ type Read = { view: ExportView; endpointOf: Map<LogicalClusterName, string> } | 
 
 export class LocalTargets {
   private readonly deps: LocalTargetsDeps;
+  private readonly record: ExportRecord;
 
   constructor(deps: LocalTargetsDeps) {
     this.deps = deps;
+    this.record = deps.localTargetsRecord ?? new ExportRecordInMemory();
   }
 
-  /** Installs every export's configuration where its consumers consented; ruleKeyString → coverage. */
+  /**
+   * Installs every export's configuration where its consumers consented, and prunes it in the consumers of every
+   * recorded export no rule asks for any more (level-triggered: the record says where to look); ruleKeyString →
+   * coverage.
+   */
   async sync(
     obs: { rules: readonly { parsed: ParsedRule }[]; caBundle?: string },
     skip: (rule: ParsedRule) => boolean,
   ): Promise<Map<string, LocalCoverage>> {
     const coverage = new Map<string, LocalCoverage>();
-    const { caBundle } = obs;
-    for (const set of localTargetSets(
+    const sets = localTargetSets(
       obs.rules.map((r) => r.parsed),
       skip,
-    )) {
-      const read = await this.read(set.export);
-      let answer: LocalCoverage;
-      if ("kind" in read) answer = read;
-      else {
-        const want = localConfiguration(set, this.deps.webhookBaseUrl, caBundle);
-        answer = coverageOf(set, read.view, await this.write(want, read));
+    );
+    const recorded = await this.record.read();
+    // Recorded before anything is installed: a pass that stops half-way leaves no configuration unrecorded.
+    if (this.deps.mayWrite()) await this.record.write(recordBefore(sets, recorded));
+    const visits = exportsToVisit(sets, recorded);
+    const pruned = new Map<string, PruneOutcome>();
+    for (const visit of visits) {
+      const read = await this.read(visit.export);
+      if (!visit.set) {
+        pruned.set(exportKey(visit.export), await this.prune(read));
+        continue;
       }
-      for (const rule of set.rules) coverage.set(rule, answer);
+      const want = localConfiguration(visit.set, this.deps.webhookBaseUrl, obs.caBundle);
+      const answer = "kind" in read ? read : coverageOf(visit.set, read.view, await this.write(want, read));
+      for (const rule of visit.set.rules) coverage.set(rule, answer);
     }
+    if (this.deps.mayWrite()) await this.record.write(recordAfter(visits, pruned));
     return coverage;
+  }
+
+  /** Deletes every configuration of an export no rule asks for; what is left decides whether it stays recorded. */
+  private async prune(read: Read): Promise<PruneOutcome> {
+    if ("kind" in read) return read.kind === "unreadable" && read.gone ? "gone" : "left";
+    return (await this.write(undefined, read)).size === 0 ? "pruned" : "left";
   }
 
   private async read(e: DependentExport): Promise<Read> {
@@ -126,7 +153,13 @@ export class LocalTargets {
           { export: `${e.cluster}/${e.exportName}`, err: String(err) },
           "cannot read local targets",
         );
-        return { kind: "unreadable", forbidden: isApiError(err, 403), message: isApiError(err) ? `${err.status}` : "" };
+        const gone = isApiError(err, 403) || isApiError(err, 404);
+        return {
+          kind: "unreadable",
+          forbidden: isApiError(err, 403),
+          message: isApiError(err) ? `${err.status}` : "",
+          gone,
+        };
       }
     }
     return { view: { consumers, existing, claimed }, endpointOf };
@@ -134,7 +167,7 @@ export class LocalTargets {
 
   /** The planned writes; the consumers where one failed. */
   private async write(
-    want: ValidatingWebhookConfiguration,
+    want: ValidatingWebhookConfiguration | undefined,
     read: { view: ExportView; endpointOf: Map<LogicalClusterName, string> },
   ): Promise<Set<LogicalClusterName>> {
     const failed = new Set<LogicalClusterName>();

@@ -39,7 +39,8 @@ export interface LocalTargetSet {
   rules: string[];
 }
 
-const exportKey = (e: DependentExport): string => `${e.cluster}/${e.exportName}`;
+/** `<cluster>/<export>`: neither contains a "/". */
+export const exportKey = (e: DependentExport): string => `${e.cluster}/${e.exportName}`;
 
 /** A short stable id per export: configuration names and label values have length limits an export name may pass. */
 export function exportId(e: DependentExport): string {
@@ -117,7 +118,8 @@ export function planLocalWrites(want: ValidatingWebhookConfiguration | undefined
 
 /** What a rule's status says of its local targets (one export's answer, shared by its rules). */
 export type LocalCoverage =
-  | { kind: "unreadable"; forbidden: boolean; message: string }
+  /** `gone`: 403 or 404, the export or the provider's grant is not there (not a failure that passes by itself). */
+  | { kind: "unreadable"; forbidden: boolean; message: string; gone?: boolean }
   | {
       kind: "read";
       claimed: boolean;

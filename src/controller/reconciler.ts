@@ -15,7 +15,7 @@ import { realClock, type Clock } from "../util/clock.ts";
 import type { PassResult } from "../util/workloop.ts";
 import { isOurs, type ExistingConfiguration } from "./actions.ts";
 import { LOCAL_TARGETS_LABEL } from "./local-targets.ts";
-import { LocalTargets } from "./local-targets-sync.ts";
+import { LocalTargets, type LocalTargetsDeps } from "./local-targets-sync.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import {
@@ -54,6 +54,8 @@ export interface ReconcilerDeps {
   readWebhookSettings?: () => Promise<WebhookSettings | undefined>;
   /** The rule verdicts in the dep-ctrl workspace (src/api/verdicts.ts): read, and rewritten where a pass changed them. */
   verdicts: VerdictBook;
+  /** Where local targets record the exports to visit (local-targets-sync.ts); unset: in memory (tests). */
+  localTargetsRecord?: LocalTargetsDeps["localTargetsRecord"];
   /** Rules one workspace may have enforced (src/api/rule-cap.ts); past it a rule is not installed. Unset: no cap. */
   maxRulesPerWorkspace?: number | undefined;
   /** Checked before every write: a replica that lost the leader lease must stop writing at once. */

@@ -29,6 +29,7 @@ import { createMetrics } from "./metrics.ts";
 import type { RuleObject } from "./plan.ts";
 import { Reconciler, type ReconcilerDeps } from "./reconciler.ts";
 import { VerdictStore } from "../kcp/verdict-store.ts";
+import { ExportRecordConfigMap } from "../kcp/local-targets-record.ts";
 import { providerInitializerOf, type ProviderInitializerConfig } from "./initializer-wiring.ts";
 
 export interface ControllerConfig extends ProviderInitializerConfig {
@@ -160,6 +161,7 @@ function reconcilerOf(
     readIndexReport: () => readIndexReport(conn.workspaceClient),
     readWebhookSettings: () => readWebhookSettings(conn.workspaceClient),
     verdicts,
+    localTargetsRecord: new ExportRecordConfigMap(conn.workspaceClient),
     exportName: config.apiExportName,
     maxRulesPerWorkspace: config.maxRulesPerWorkspace,
     ...deps,
@@ -218,10 +220,8 @@ function elect(
   };
 }
 
-/**
- * The rule watch and the webhook-configuration informer. The informer follows the rule watch's endpoints from the
- * start (not from inside a pass), so a standby's cache is as warm as the leader's.
- */
+/** The rule watch and the webhook-configuration informer. The informer follows the rule watch's endpoints from the
+ * start (not from inside a pass), so a standby's cache is as warm as the leader's. */
 function sources(
   conn: ReturnType<typeof loadKcpConnection>,
   config: ControllerConfig,

@@ -14,6 +14,14 @@ import {
   planLocalWrites,
   type ExportView,
 } from "../../src/controller/local-targets.ts";
+import {
+  exportRecordData,
+  exportsToVisit,
+  LOCAL_EXPORTS_KEY,
+  parseExportRecord,
+  recordAfter,
+  recordBefore,
+} from "../../src/controller/local-targets-visits.ts";
 import { exportEndpoint } from "../../src/controller/local-targets-sync.ts";
 import { computeStatus } from "../../src/controller/status.ts";
 import { ruleObject } from "./helpers-rules.ts";
@@ -167,5 +175,47 @@ describe("local targets: the rule's conditions", () => {
       ],
     );
     assert.ok(cond({ kind: "unreadable", forbidden: true, message: "403" }).includes("Ready=False/GrantMissing"));
+  });
+});
+
+describe("local targets: the record of exports to visit (pruning is level-triggered)", () => {
+  const gone = { cluster: c("gone"), exportName: "gone.test.io" };
+  const arcExport = set!.export;
+
+  it("visits the exports with rules now and the recorded ones without, each once, in a stable order", () => {
+    const visits = exportsToVisit([set!], [gone, arcExport]);
+    assert.deepEqual(
+      visits.map((v) => [`${v.export.cluster}/${v.export.exportName}`, v.set !== undefined]),
+      [
+        ["arc/arc.test.io", true],
+        ["gone/gone.test.io", false],
+      ],
+    );
+    assert.deepEqual(exportsToVisit([], []), []);
+  });
+
+  it("grows the record before any write, and shrinks it only once an export without rules has nothing left", () => {
+    assert.deepEqual(recordBefore([set!], []), [arcExport], "a new export is recorded before its first install");
+    const visits = exportsToVisit([set!], [gone]);
+    assert.deepEqual(recordAfter(visits, new Map([["gone/gone.test.io", "left"]])), [arcExport, gone]);
+    assert.deepEqual(recordAfter(visits, new Map([["gone/gone.test.io", "pruned"]])), [arcExport]);
+    assert.deepEqual(
+      recordAfter(visits, new Map([["gone/gone.test.io", "gone"]])),
+      [arcExport],
+      "403/404: unreachable",
+    );
+    assert.deepEqual(recordAfter(exportsToVisit([set!], []), new Map()), [arcExport], "an export with rules stays");
+  });
+
+  it("keeps the record as sorted unique text (an unchanged set is no write) and drops what does not parse", () => {
+    const data = exportRecordData([gone, arcExport, gone]);
+    assert.equal(data[LOCAL_EXPORTS_KEY], '["arc/arc.test.io","gone/gone.test.io"]');
+    assert.deepEqual(parseExportRecord({ data }), [arcExport, gone]);
+    const bad = '["a/b/c","/x","NOT A CLUSTER/x","ok/",7,"fine/e.io"]';
+    assert.deepEqual(parseExportRecord({ data: { [LOCAL_EXPORTS_KEY]: bad } }), [
+      { cluster: "fine", exportName: "e.io" },
+    ]);
+    assert.deepEqual(parseExportRecord({ data: { [LOCAL_EXPORTS_KEY]: "{not json" } }), []);
+    assert.deepEqual(parseExportRecord(undefined), []);
   });
 });
