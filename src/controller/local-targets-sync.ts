@@ -97,10 +97,12 @@ export class LocalTargets {
       obs.rules.map((r) => r.parsed),
       skip,
     );
-    const recorded = await this.record.read();
+    // A record that cannot be read or written costs pruning, not protection: installs go on, and it is not
+    // rewritten from a partial picture (that would forget exports). Counted and logged: see the RBAC for it.
+    const recorded = await this.recordSafely(() => this.record.read());
     // Recorded before anything is installed: a pass that stops half-way leaves no configuration unrecorded.
-    if (this.deps.mayWrite()) await this.record.write(recordBefore(sets, recorded));
-    const visits = exportsToVisit(sets, recorded);
+    const grown = recorded !== undefined && this.deps.mayWrite() && (await this.keep(recordBefore(sets, recorded)));
+    const visits = exportsToVisit(sets, recorded ?? []);
     const pruned = new Map<string, PruneOutcome>();
     for (const visit of visits) {
       const read = await this.read(visit.export);
@@ -112,8 +114,23 @@ export class LocalTargets {
       const answer = "kind" in read ? read : coverageOf(visit.set, read.view, await this.write(want, read));
       for (const rule of visit.set.rules) coverage.set(rule, answer);
     }
-    if (this.deps.mayWrite()) await this.record.write(recordAfter(visits, pruned));
+    if (grown && this.deps.mayWrite()) await this.keep(recordAfter(visits, pruned));
     return coverage;
+  }
+
+  /** Writes the record; whether it was written. */
+  private async keep(exports: readonly DependentExport[]): Promise<boolean> {
+    return (await this.recordSafely(() => this.record.write(exports).then(() => true))) === true;
+  }
+
+  private async recordSafely<T>(io: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await io();
+    } catch (err) {
+      this.deps.metrics.errors.inc({ reason: "local_targets_record" });
+      this.deps.logger.warn({ err: String(err) }, "cannot read or write the record of local-target exports");
+      return undefined;
+    }
   }
 
   /** Deletes every configuration of an export no rule asks for; what is left decides whether it stays recorded. */

@@ -83,6 +83,15 @@ describe("local targets: pruning through the controller's sync (consumers played
     assert.deepEqual(record.exports, []);
   });
 
+  it("still protects when the record cannot be read (RBAC not applied yet), and does not rewrite it then", async () => {
+    const { kcp, record, sync } = world();
+    const writes = record.writes;
+    record.read = () => Promise.reject(new ApiError("GET", "/record", 403, "Forbidden", ""));
+    await sync(rules(1));
+    assert.equal(kcp.count(), 8, "installed all the same");
+    assert.equal(record.writes, writes, "a record not read is not written");
+  });
+
   it("forgets an export whose virtual workspace refuses (export or grant gone): its configurations stay", async () => {
     const { kcp, record, sync } = world();
     await sync(rules(1));
