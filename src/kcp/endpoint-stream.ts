@@ -75,6 +75,14 @@ export function objectKey(obj: KubeObject): string {
   return `${m.annotations?.[CLUSTER_ANNOTATION] ?? ""}/${m.namespace ?? ""}/${m.name}`;
 }
 
+/** The parts of an objectKey (namespace "" for a cluster-scoped object); undefined for any other string. */
+export function objectKeyParts(key: string): { cluster: string; namespace: string; name: string } | undefined {
+  const a = key.indexOf("/");
+  const b = a < 0 ? -1 : key.indexOf("/", a + 1);
+  if (b < 0) return undefined;
+  return { cluster: key.slice(0, a), namespace: key.slice(a + 1, b), name: key.slice(b + 1) };
+}
+
 const EXPIRED = Symbol("expired");
 
 export class EndpointStream<T extends KubeObject, R> {

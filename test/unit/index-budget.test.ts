@@ -85,9 +85,9 @@ describe("ReferenceStore budgets", () => {
     assert.equal(s.unreadable.budget, 0);
   });
 
-  it("charges a workspace the heap its dependents cost (INDEX_COST), characters of keys and names included", () => {
-    // One dependent: 210 + 7 (key) + 1 (name) + 70 + 60 (the name it references) = 348 bytes; two do not fit in 500.
-    const s = new ReferenceStore([VPC], undefined, { maxBytesPerWorkspace: 500 });
+  it("charges a workspace the heap its dependents cost (INDEX_COST), characters of names included", () => {
+    // One dependent: 120 + 1 (its name) + 63 + 60 (the name it references) = 244 bytes; two do not fit in 400.
+    const s = new ReferenceStore([VPC], undefined, { maxBytesPerWorkspace: 400 });
     s.set("c1/ns/a", vm("c1", "a", "x".repeat(60)));
     s.set("c1/ns/b", vm("c1", "b", "y".repeat(60)));
     assert.equal(s.unreadable.budget, 1);

@@ -223,7 +223,7 @@ function countHolders(ledger: IndexLedger, author: string): number {
 }
 
 describe("ReferenceStore under a ceiling", () => {
-  // One dependent naming 20 subnets costs 210 + key + name + 104 + 20 × (8 + 70 + 4) ≈ 2,000 bytes by INDEX_COST.
+  // One dependent naming 20 subnets costs 120 + name + 89 + 20 × (8 + 63 + 4) ≈ 1,700 bytes by INDEX_COST.
   const subnets = (i: number): string[] =>
     Array.from({ length: 20 }, (_, j) => `s${String(i * 20 + j).padStart(3, "0")}`);
   const fillTenant = (s: ReferenceStore, workspaces: number, each: number): void => {
@@ -234,7 +234,7 @@ describe("ReferenceStore under a ceiling", () => {
   it("keeps an innocent workspace that arrives after a tenant filled the index readable, the tenant's deletes 503", () => {
     const ledger = new IndexLedger({ ceilingBytes: 100_000 });
     const s = new ReferenceStore([VPC, NICS], undefined, undefined, { ledger, author: "p" });
-    fillTenant(s, 5, 40); // 5 workspaces × 40 × ~2 kB: twice the ceiling
+    fillTenant(s, 5, 40); // 5 workspaces × 40 × ~1.7 kB: 3.4 times the ceiling
     assert.ok(ledger.total() <= 100_000);
     assert.ok(s.unreadable.share > 0, "the tenant's workspaces went past their shares");
     for (let i = 0; i < 20; i++) s.set(`good/ns/vm${i}`, vm("good", `vm${i}`, `vpc${i}`, subnets(i)));

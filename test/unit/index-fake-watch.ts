@@ -4,6 +4,7 @@ import type { FieldPath } from "../../src/fieldpath/fieldpath.ts";
 import type { LogicalClusterName } from "../../src/api/types.ts";
 import type { IndexedType, RuleRegistry } from "../../src/webhook/rules/registry.ts";
 import { ReferenceStore } from "../../src/webhook/deletion/index/store.ts";
+import { objectKey, type KubeObject } from "../../src/kcp/informer.ts";
 import type { EndpointState, IndexWatch, IndexWatchFactory } from "../../src/webhook/deletion/index/watches.ts";
 import { fp, VM_DEPENDENT } from "./helpers-rules.ts";
 
@@ -39,8 +40,8 @@ export class FakeWatch implements IndexWatch {
   /** Adds a shard holding `objects` (indexed as the informer's store would, and what a read there finds). */
   endpoint(url: string, objects: unknown[], o: { synced?: boolean; error?: string } = {}): EndpointState {
     const store = new ReferenceStore(this.paths);
-    objects.forEach((obj, i) => {
-      store.set(`${url}/${i}`, obj);
+    objects.forEach((obj) => {
+      store.set(objectKey(obj as KubeObject), obj);
       this.objects.set(readKey(url, obj), obj);
     });
     const state: EndpointState = { endpoint: url, store, synced: o.synced ?? true };

@@ -28,16 +28,23 @@ function vm(cluster: string, namespace: string | undefined, name: string, vpc: u
   };
 }
 
+/** Writes `obj` as the informer does, under its objectKey; returns the key. */
+function put(s: ReferenceStore, obj: unknown): string {
+  const key = objectKey(obj as KubeObject);
+  s.set(key, obj);
+  return key;
+}
+
 const sorted = (ds: readonly Dependent[]): string[] =>
   ds.map((d) => `${d.namespace ?? ""}/${d.name}@${d.field}`).sort(compareStrings);
 
 describe("ReferenceStore", () => {
   it("finds dependents by workspace, namespace and referenced name, with the field that names the target", () => {
     const s = new ReferenceStore([NICS, VPC]);
-    s.set("a", vm("c1", "ns", "a", "v1"));
-    s.set("b", vm("c1", "other", "b", "v1"));
-    s.set("c", vm("c2", "ns", "c", "v1"));
-    s.set("d", vm("c1", "ns", "d", "v2", ["v1"]));
+    put(s, vm("c1", "ns", "a", "v1"));
+    put(s, vm("c1", "other", "b", "v1"));
+    put(s, vm("c2", "ns", "c", "v1"));
+    put(s, vm("c1", "ns", "d", "v2", ["v1"]));
     assert.deepEqual(sorted(s.find(lookup({ namespace: "ns" }), 10).dependents), ["ns/a@.spec.vpcRef.name"]);
     assert.deepEqual(sorted(s.find(lookup({ namespace: "ns", fieldPaths: [VPC, NICS] }), 10).dependents), [
       "ns/a@.spec.vpcRef.name",
@@ -49,18 +56,18 @@ describe("ReferenceStore", () => {
 
   it("forgets the old references on update and everything on delete", () => {
     const s = new ReferenceStore([VPC]);
-    s.set("a", vm("c1", "ns", "a", "v1"));
-    s.set("a", vm("c1", "ns", "a", "v2"));
+    put(s, vm("c1", "ns", "a", "v1"));
+    const key = put(s, vm("c1", "ns", "a", "v2"));
     assert.equal(s.find(lookup({ namespace: "ns" }), 10).dependents.length, 0);
     assert.equal(s.find(lookup({ namespace: "ns", name: "v2" }), 10).dependents.length, 1);
-    s.delete("a");
+    s.delete(key);
     assert.equal(s.find(lookup({ namespace: "ns", name: "v2" }), 10).dependents.length, 0);
     assert.equal(s.size, 0);
   });
 
   it("stops past the limit and says so", () => {
     const s = new ReferenceStore([VPC]);
-    for (let i = 0; i < 50; i++) s.set(`k${i}`, vm("c1", "ns", `vm${i}`, "v1"));
+    for (let i = 0; i < 50; i++) put(s, vm("c1", "ns", `vm${i}`, "v1"));
     const r = s.find(lookup({ namespace: "ns" }), 10);
     assert.equal(r.dependents.length, 11);
     assert.equal(r.complete, false);
@@ -68,14 +75,14 @@ describe("ReferenceStore", () => {
 
   it("never counts the target as its own dependent", () => {
     const s = new ReferenceStore([VPC]);
-    s.set("self", vm("c1", "ns", "v1", "v1"));
+    put(s, vm("c1", "ns", "v1", "v1"));
     assert.equal(s.find(lookup({ namespace: "ns", self: { namespace: "ns", name: "v1" } }), 10).dependents.length, 0);
   });
 
   it("counts an object too large to read as referencing (fail closed), like the live finder", () => {
     const s = new ReferenceStore([NICS], 100);
-    s.set(
-      "big",
+    put(
+      s,
       vm(
         "c1",
         "ns",

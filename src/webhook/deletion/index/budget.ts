@@ -34,22 +34,24 @@ export const DEFAULT_INDEX_MEMORY_LIMIT = 240 * 2 ** 20;
 /**
  * What one indexed dependent costs on the heap, in bytes, fitted to `node bench/index-heap.ts` (V8 in Node 24, no
  * pointer compression; forced collections; bench/README.md, "What the index holds"): within 2% of the measured heap
- * for one reference with 9-, 63- and 253-character names, 10 and 100 references of 4 characters, and 1,000 names
- * shared by every dependent of a workspace. Characters of the key, the name and every referenced name cost one byte
- * each on top (one-byte strings).
+ * for one reference with 9-, 63- and 253-character names, 10 and 100 references of 4 characters, 1,000 names shared
+ * by every dependent of a workspace, and unreadable dependents, with hash tables 72% full (the average: V8 doubles
+ * one when full). Fuller tables cost up to 9% less, a table just doubled up to 20% more. Characters of the
+ * dependent's name and of every referenced name cost one byte each on top (one-byte strings). No key string is held
+ * (record.ts).
  */
 export const INDEX_COST = {
-  /** The record, its entry in the store's map, and the headers of its key and name strings. */
-  dependent: 210,
+  /** The record, its entry in its namespace's map, and the header of its name string. */
+  dependent: 120,
   /** A referenced name no other dependent of the workspace names: its string and a reverse-map entry. */
-  newName: 70,
-  /** A referenced name another dependent of the workspace names too: its string and an entry in that name's key set. */
-  sharedName: 36,
+  newName: 63,
+  /** A referenced name another dependent of the workspace names too: an entry in that name's record set. */
+  sharedName: 25,
   /** A path at which the dependent names more than one object: the array of names, and a slot per name. */
-  list: 104,
+  list: 89,
   listSlot: 8,
-  /** An unreadable dependent (key only): the record, its map entry, the key and name strings' headers, a set entry. */
-  unreadable: 290,
+  /** An unreadable dependent: the record, its entries in its namespace's map and unreadable set, its name's header. */
+  unreadable: 152,
 } as const;
 
 /** Longest object name Kubernetes accepts for any custom resource (a DNS subdomain). */

@@ -1,21 +1,22 @@
 // The dependents index of one dependent type on one endpoint (shard): for every object, only the names it references
-// at the rules' field paths, plus a reverse map per consumer logical cluster: referenced name → object keys.
+// at the rules' field paths, plus a reverse map per consumer logical cluster: referenced name → the dependents naming it.
 // A DELETE is answered from the reverse map in time proportional to the dependents of that name in that workspace,
 // never to the type's size. It is the informer's store (src/kcp/informer.ts), so it changes in the same step as the
 // watch that feeds it: there is no second copy of the objects to drift from.
 //
-// Kept small on purpose (bench/README.md, index memory): a record is one small object, the workspace and namespace
-// strings are shared by all records that have them, a name is held once per record (the reverse map's key is the
-// record's own string), and a name referenced by one object costs one map entry, not a map and a set.
+// Kept small on purpose (bench/README.md, "What the index holds"): a record is one small object held by its
+// workspace by namespace and name, so no key string is kept per dependent (a key is taken apart, objectKeyParts, to
+// find its record); the namespace strings are shared by all records that have them; the reverse map holds records,
+// and a name referenced by one object costs one map entry, not a map and a set.
 import { evaluate, MAX_VISITED_VALUES, type FieldPath } from "../../../fieldpath/fieldpath.ts";
 import { CLUSTER_ANNOTATION } from "../../../api/types.ts";
-import type { EndpointStore } from "../../../kcp/informer.ts";
+import { objectKeyParts, type EndpointStore } from "../../../kcp/informer.ts";
 import { asRecord, nonEmptyString } from "../../../util/json.ts";
 import type { Dependent, Lookup } from "../../admission.ts";
-import { canNameObject, DEFAULT_INDEX_BUDGET, INDEX_COST, type IndexBudget, type UnreadableReason } from "./budget.ts";
+import { canNameObject, DEFAULT_INDEX_BUDGET, type IndexBudget, type UnreadableReason } from "./budget.ts";
 import type { IndexLedger, LedgerAccount } from "./ceiling.ts";
-import { readableCost, Rec, refList, type Ref } from "./record.ts";
-import { WorkspaceIndex, type Keys } from "./workspace.ts";
+import { readableCost, Rec, refList, unreadableCost, type Ref } from "./record.ts";
+import { WorkspaceIndex, type Recs } from "./workspace.ts";
 
 /** What the index keeps of one dependent object; `names[i]` is what it names at path i, null when unreadable. */
 export interface IndexedDependent {
@@ -38,10 +39,14 @@ export interface StoreAnswer {
   unreadable?: UnreadableReason;
 }
 
+/**
+ * Keys are the informer's (objectKey): `delete` finds a record by the key's parts, the same ones `set` reads from the
+ * object it is given.
+ */
 export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>, LedgerAccount {
   /** The field paths tracked, in a fixed order; a record's `names` follow it. */
   readonly paths: readonly FieldPath[];
-  private readonly records = new Map<string, Rec>();
+  private count = 0;
   private readonly workspaces = new Map<string, WorkspaceIndex>();
   private readonly readCap: number;
   private readonly budget: IndexBudget;
@@ -68,7 +73,7 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
   /** Heap bytes (INDEX_COST) held readable (charged to the ledger) and unreadable (not: ceiling.ts says why). */
   heldBytes(): { readable: number; unreadable: number } {
     let unreadable = 0;
-    for (const r of this.records.values()) if (r.why) unreadable += r.bytes;
+    for (const ws of this.workspaces.values()) for (const r of ws.records()) if (r.why) unreadable += r.bytes;
     return { readable: this.charged, unreadable };
   }
 
@@ -78,7 +83,7 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
   }
 
   get size(): number {
-    return this.records.size;
+    return this.count;
   }
 
   /** Whether this endpoint holds any object of `cluster` (then that workspace is on this endpoint's shard). */
@@ -94,27 +99,28 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
   }
 
   *values(): Iterable<IndexedDependent> {
-    for (const r of this.records.values()) {
-      const names = this.paths.map((_, i) => (r.refs === null ? null : this.namesAt(r, i)));
-      yield { cluster: r.ws.cluster, namespace: r.ns, name: r.name, names };
-    }
+    for (const ws of this.workspaces.values())
+      for (const r of ws.records()) {
+        const names = this.paths.map((_, i) => (r.refs === null ? null : this.namesAt(r, i)));
+        yield { cluster: ws.cluster, namespace: r.ns, name: r.name, names };
+      }
   }
 
-  set(key: string, obj: unknown): void {
-    this.delete(key);
+  set(_key: string, obj: unknown): void {
     const meta = asRecord(asRecord(obj)?.["metadata"]);
     const name = nonEmptyString(meta?.["name"]);
     const cluster = nonEmptyString(asRecord(meta?.["annotations"])?.[CLUSTER_ANNOTATION]);
     if (name === undefined || cluster === undefined) return; // nothing could ever look it up
+    this.remove(cluster, nonEmptyString(meta?.["namespace"]) ?? "", name);
     let ws = this.workspaces.get(cluster);
     if (!ws) this.workspaces.set(cluster, (ws = new WorkspaceIndex(cluster)));
     const ns = ws.namespace(nonEmptyString(meta?.["namespace"]) ?? "");
     const refs = this.read(obj);
     const perPath = refs === null ? [] : this.paths.length === 1 ? [refs as Ref] : (refs as readonly Ref[]);
-    const bytes = refs === null ? 0 : readableCost(ws, key, name, perPath);
+    const bytes = refs === null ? 0 : readableCost(ws, name, perPath);
     const why = refs === null ? "names" : this.refusal(ws, bytes);
-    if (why) this.keepUnreadable(ws, ns, name, key, why);
-    else this.keep(new Rec(ws, ns, name, refs, undefined, bytes), key);
+    if (why) this.keepUnreadable(ws, ns, name, why);
+    else this.keep(ws, new Rec(ns, name, refs, undefined, bytes));
   }
 
   /** Why a readable dependent of `bytes` is not kept readable: its workspace's budget or share; none: it fits. */
@@ -125,20 +131,16 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
     return undefined;
   }
 
-  private keep(rec: Rec, key: string): void {
-    this.records.set(key, rec);
-    rec.ws.objects++;
-    rec.ws.bytes += rec.bytes;
+  private keep(ws: WorkspaceIndex, rec: Rec): void {
+    ws.put(rec);
+    this.count++;
     this.charged += rec.bytes;
-    for (let i = 0; i < this.paths.length; i++) for (const n of this.namesAt(rec, i)) rec.ws.add(n, key);
+    for (let i = 0; i < this.paths.length; i++) for (const n of this.namesAt(rec, i)) ws.add(n, rec);
   }
 
-  private keepUnreadable(ws: WorkspaceIndex, ns: string, name: string, key: string, why: UnreadableReason): void {
-    const rec = new Rec(ws, ns, name, null, why, INDEX_COST.unreadable + key.length + name.length);
-    this.records.set(key, rec);
-    ws.objects++;
-    ws.bytes += rec.bytes;
-    ws.addUnreadable(ns, key, why);
+  private keepUnreadable(ws: WorkspaceIndex, ns: string, name: string, why: UnreadableReason): void {
+    ws.put(new Rec(ns, name, null, why, unreadableCost(name)));
+    this.count++;
     this.unreadable[why]++;
   }
 
@@ -150,34 +152,35 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
     const ws = this.workspaces.get(workspace);
     if (!ws || ws.demoted) return;
     ws.demoted = true;
-    for (const key of ws.readableKeys()) {
-      const rec = this.records.get(key)!;
-      this.unkeep(rec, key);
-      this.keepUnreadable(ws, rec.ns, rec.name, key, "share");
+    for (const rec of ws.readable()) {
+      this.unkeep(ws, rec);
+      this.keepUnreadable(ws, rec.ns, rec.name, "share");
     }
   }
 
   /** Takes a readable record out of its maps and counts, without releasing a charge. */
-  private unkeep(rec: Rec, key: string): void {
-    this.records.delete(key);
-    rec.ws.objects--;
-    rec.ws.bytes -= rec.bytes;
+  private unkeep(ws: WorkspaceIndex, rec: Rec): void {
+    ws.take(rec);
+    this.count--;
     this.charged -= rec.bytes;
-    for (let i = 0; i < this.paths.length; i++) for (const n of this.namesAt(rec, i)) rec.ws.remove(n, key);
+    for (let i = 0; i < this.paths.length; i++) for (const n of this.namesAt(rec, i)) ws.remove(n, rec);
   }
 
   delete(key: string): void {
-    const rec = this.records.get(key);
-    if (!rec) return;
-    const ws = rec.ws;
+    const at = objectKeyParts(key);
+    if (at) this.remove(at.cluster, at.namespace, at.name);
+  }
+
+  private remove(cluster: string, ns: string, name: string): void {
+    const ws = this.workspaces.get(cluster);
+    const rec = ws?.record(ns, name);
+    if (!ws || !rec) return;
     if (rec.why) {
-      this.records.delete(key);
-      ws.objects--;
-      ws.bytes -= rec.bytes;
-      ws.removeUnreadable(rec.ns, key, rec.why);
+      ws.take(rec);
+      this.count--;
       this.unreadable[rec.why]--;
     } else {
-      this.unkeep(rec, key);
+      this.unkeep(ws, rec);
       this.ledger?.release(this, ws.cluster, rec.bytes);
     }
     if (ws.objects === 0) this.workspaces.delete(ws.cluster);
@@ -204,12 +207,11 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
     });
     const ws = this.workspaces.get(lookup.consumer);
     if (!ws) return answer(true);
-    const seen = new Set<string>();
+    const seen = new Set<Rec>();
     const inScope = (r: Rec): boolean => lookup.namespace === undefined || r.ns === lookup.namespace || r.ns === "";
-    const consider = (key: string): boolean => {
-      const r = this.records.get(key);
-      if (!r || seen.has(key) || !inScope(r)) return true;
-      seen.add(key);
+    const consider = (r: Rec): boolean => {
+      if (seen.has(r) || !inScope(r)) return true;
+      seen.add(r);
       if (lookup.self && lookup.self.name === r.name && (lookup.self.namespace ?? "") === r.ns) return true;
       const at = r.why ? wanted[0] : wanted.find((i) => this.namesAt(r, i).includes(lookup.name));
       if (at === undefined) return true;
@@ -218,8 +220,8 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
       out.push(r.ns ? { namespace: r.ns, name: r.name, field } : { name: r.name, field });
       return out.length <= limit;
     };
-    for (const key of keysOf(ws.keysNaming(lookup.name))) if (!consider(key)) return answer(false);
-    for (const key of ws.unreadableIn(lookup.namespace)) if (!consider(key)) return answer(false);
+    for (const r of recsOf(ws.naming(lookup.name))) if (!consider(r)) return answer(false);
+    for (const r of ws.unreadableIn(lookup.namespace)) if (!consider(r)) return answer(false);
     return answer(true);
   }
 
@@ -244,7 +246,7 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
   }
 }
 
-function keysOf(keys: Keys | undefined): Iterable<string> {
-  if (keys === undefined) return [];
-  return typeof keys === "string" ? [keys] : keys;
+function recsOf(recs: Recs | undefined): Iterable<Rec> {
+  if (recs === undefined) return [];
+  return recs instanceof Set ? recs : [recs];
 }

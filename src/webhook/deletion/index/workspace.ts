@@ -1,9 +1,17 @@
-// One consumer workspace's part of a ReferenceStore: referenced name → the keys of the objects naming it, the
-// unreadable objects by namespace, and what the workspace costs against its budget (budget.ts).
+// One consumer workspace's part of a ReferenceStore: its dependents by namespace and name, referenced name → the
+// records naming it, the unreadable records by namespace, and what the workspace costs against its budget (budget.ts).
 import type { UnreadableReason } from "./budget.ts";
+import type { Rec } from "./record.ts";
 
-/** One key (the common case: one dependent names an object) or several. */
-export type Keys = string | Set<string>;
+/** One record (the common case: one dependent names an object) or several. */
+export type Recs = Rec | Set<Rec>;
+
+/** One namespace of a workspace ("" for cluster-scoped dependents). `name` is the copy its records share. */
+interface Namespace {
+  readonly name: string;
+  readonly records: Map<string, Rec>;
+  readonly unreadable: Set<Rec>;
+}
 
 export class WorkspaceIndex {
   readonly cluster: string;
@@ -13,12 +21,9 @@ export class WorkspaceIndex {
   bytes = 0;
   /** The ledger took this workspace's charge in this store (ceiling.ts): its dependents are kept unreadable. */
   demoted = false;
-  private readonly byName = new Map<string, Keys>();
-  /** namespace ("" cluster-scoped) → keys of unreadable objects. */
-  private readonly unread = new Map<string, Set<string>>();
+  private readonly spaces = new Map<string, Namespace>();
+  private readonly byName = new Map<string, Recs>();
   private readonly reasons: Record<UnreadableReason, number> = { names: 0, budget: 0, share: 0 };
-  /** Namespace strings shared by this workspace's records. */
-  private readonly namespaces = new Map<string, string>();
 
   constructor(cluster: string) {
     this.cluster = cluster;
@@ -26,68 +31,83 @@ export class WorkspaceIndex {
 
   /** The shared copy of a namespace name (held once however many records are in it). */
   namespace(ns: string): string {
-    const have = this.namespaces.get(ns);
-    if (have !== undefined) return have;
-    this.namespaces.set(ns, ns);
-    return ns;
+    return this.spaces.get(ns)?.name ?? ns;
   }
 
-  add(name: string, key: string): void {
+  record(ns: string, name: string): Rec | undefined {
+    return this.spaces.get(ns)?.records.get(name);
+  }
+
+  /** Holds `rec` (in place of none: the store takes out an old one first) and counts it against the budget. */
+  put(rec: Rec): void {
+    let space = this.spaces.get(rec.ns);
+    if (!space) this.spaces.set(rec.ns, (space = { name: rec.ns, records: new Map(), unreadable: new Set() }));
+    space.records.set(rec.name, rec);
+    if (rec.why) {
+      space.unreadable.add(rec);
+      this.reasons[rec.why]++;
+    }
+    this.objects++;
+    this.bytes += rec.bytes;
+  }
+
+  /** Lets go of `rec` (the reverse map's entries are the caller's: it knows the names). */
+  take(rec: Rec): void {
+    const space = this.spaces.get(rec.ns);
+    if (!space?.records.delete(rec.name)) return;
+    if (rec.why) {
+      space.unreadable.delete(rec);
+      this.reasons[rec.why]--;
+    }
+    if (space.records.size === 0) this.spaces.delete(rec.ns);
+    this.objects--;
+    this.bytes -= rec.bytes;
+  }
+
+  /** Every record, readable or not. */
+  *records(): Iterable<Rec> {
+    for (const space of this.spaces.values()) yield* space.records.values();
+  }
+
+  /** The readable records (a snapshot: the caller may change them). */
+  readable(): Rec[] {
+    const out: Rec[] = [];
+    for (const r of this.records()) if (!r.why) out.push(r);
+    return out;
+  }
+
+  add(name: string, rec: Rec): void {
     const have = this.byName.get(name);
-    if (have === undefined) this.byName.set(name, key);
-    else if (typeof have === "string") {
-      if (have !== key) this.byName.set(name, new Set([have, key]));
-    } else have.add(key);
+    if (have === undefined) this.byName.set(name, rec);
+    else if (have instanceof Set) have.add(rec);
+    else if (have !== rec) this.byName.set(name, new Set([have, rec]));
   }
 
-  remove(name: string, key: string): void {
+  remove(name: string, rec: Rec): void {
     const have = this.byName.get(name);
     if (have === undefined) return;
-    if (typeof have === "string") {
-      if (have === key) this.byName.delete(name);
+    if (!(have instanceof Set)) {
+      if (have === rec) this.byName.delete(name);
       return;
     }
-    have.delete(key);
+    have.delete(rec);
     if (have.size === 1) this.byName.set(name, have.values().next().value!);
   }
 
-  /** The keys of the readable dependents that name anything, each once (a snapshot: the caller may change them). */
-  readableKeys(): string[] {
-    const out = new Set<string>();
-    for (const keys of this.byName.values())
-      if (typeof keys === "string") out.add(keys);
-      else for (const k of keys) out.add(k);
-    return [...out];
-  }
-
-  keysNaming(name: string): Keys | undefined {
+  /** The readable records naming `name`. */
+  naming(name: string): Recs | undefined {
     return this.byName.get(name);
   }
 
-  addUnreadable(ns: string, key: string, why: UnreadableReason): void {
-    const set = this.unread.get(ns);
-    if (set) set.add(key);
-    else this.unread.set(ns, new Set([key]));
-    this.reasons[why]++;
-  }
-
-  removeUnreadable(ns: string, key: string, why: UnreadableReason): void {
-    const set = this.unread.get(ns);
-    if (!set) return;
-    set.delete(key);
-    if (set.size === 0) this.unread.delete(ns);
-    this.reasons[why]--;
-  }
-
-  /** Keys of unreadable objects a lookup in `namespace` must count (all of them for a cluster-scoped target). */
-  *unreadableIn(namespace: string | undefined): Iterable<string> {
-    if (this.unread.size === 0) return;
+  /** Unreadable records a lookup in `namespace` must count (all of them for a cluster-scoped target). */
+  *unreadableIn(namespace: string | undefined): Iterable<Rec> {
+    if (this.reasons.names + this.reasons.budget + this.reasons.share === 0) return;
     if (namespace === undefined) {
-      for (const set of this.unread.values()) yield* set;
+      for (const space of this.spaces.values()) yield* space.unreadable;
       return;
     }
-    yield* this.unread.get(namespace) ?? [];
-    if (namespace !== "") yield* this.unread.get("") ?? [];
+    yield* this.spaces.get(namespace)?.unreadable ?? [];
+    if (namespace !== "") yield* this.spaces.get("")?.unreadable ?? [];
   }
 
   /** The reasons this workspace has unreadable objects for. */
