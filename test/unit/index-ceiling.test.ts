@@ -267,7 +267,19 @@ describe("ReferenceStore under a ceiling", () => {
     assert.equal(s.heldBytes().readable, 0);
   });
 
-  it("charges the ledger what the store holds readable, over any writes, until it is retired (property)", () => {
+  it("demotes every readable dependent of the workspace, those that name nothing too", () => {
+    const ledger = new IndexLedger({ ceilingBytes: 10_000 });
+    const s = new ReferenceStore([VPC, NICS], undefined, undefined, { ledger, author: "p" });
+    s.set("hog/ns/none", vm("hog", "none", "")); // names nothing, but is charged its record
+    for (let i = 0; i < 8; i++) s.set(`hog/ns/vm${i}`, vm("hog", `vm${i}`, "v", subnets(i)));
+    s.set("good/ns/a", vm("good", "a", "v", subnets(99)));
+    assert.equal(s.find(lookup("hog", "v"), 10).unreadable, "share");
+    assert.equal(ledger.usage("p", "hog"), 0);
+    // The ledger gave back hog's whole charge: the store holds readable only what the ledger charges it (good's).
+    assert.equal(s.heldBytes().readable, ledger.total());
+  });
+
+  it("charges the ledger exactly what the stores hold readable, over any writes, until retired (property)", () => {
     const write = fc.record({
       del: fc.boolean(),
       ws: fc.integer({ min: 0, max: 4 }),
@@ -281,12 +293,14 @@ describe("ReferenceStore under a ceiling", () => {
         const b = new ReferenceStore([VPC], undefined, undefined, { ledger, author: "p" });
         for (const w of writes) {
           const key = `w${w.ws}/ns/vm${w.id}`;
-          const obj = vm(`w${w.ws}`, `vm${w.id}`, `v${w.id}`, subnets(w.names).slice(0, w.names % 21));
+          // Some name nothing (an empty name is not kept): a demotion must make those unreadable too.
+          const vpc = w.names % 3 === 0 ? "" : `v${w.id}`;
+          const obj = vm(`w${w.ws}`, `vm${w.id}`, vpc, subnets(w.names).slice(0, w.names % 21));
           for (const s of [a, b])
             if (w.del) s.delete(key);
             else s.set(key, obj);
           assert.ok(ledger.total() <= 20_000);
-          assert.ok(ledger.total() <= a.heldBytes().readable + b.heldBytes().readable);
+          assert.equal(ledger.total(), a.heldBytes().readable + b.heldBytes().readable);
         }
         a.retire();
         b.retire();

@@ -65,6 +65,21 @@ describe("ReferenceStore", () => {
     assert.equal(s.size, 0);
   });
 
+  it("finds a record to delete by the parts of the informer's key, cluster-scoped ones too", () => {
+    const s = new ReferenceStore([VPC]);
+    const cluster = put(s, vm("c1", undefined, "a", "v1"));
+    const namespaced = put(s, vm("c1", "ns", "a", "v1"));
+    assert.equal(cluster, "c1//a");
+    s.delete("c1/a"); // not a key of the informer's: nothing to take apart
+    s.delete("c2/ns/a");
+    assert.equal(s.size, 2);
+    s.delete(cluster);
+    assert.deepEqual(sorted(s.find(lookup(), 10).dependents), ["ns/a@.spec.vpcRef.name"]);
+    s.delete(namespaced);
+    assert.equal(s.size, 0);
+    assert.equal(s.hasCluster("c1"), false);
+  });
+
   it("stops past the limit and says so", () => {
     const s = new ReferenceStore([VPC]);
     for (let i = 0; i < 50; i++) put(s, vm("c1", "ns", `vm${i}`, "v1"));
