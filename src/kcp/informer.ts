@@ -4,7 +4,13 @@
 // and they read the whole `list()` again.
 import { EndpointStream, type EndpointStore, type InformerOptions, type KubeObject } from "./endpoint-stream.ts";
 
-export { objectKey, objectKeyParts, type EndpointStore, type InformerOptions, type KubeObject } from "./endpoint-stream.ts";
+export {
+  objectKey,
+  objectKeyParts,
+  type EndpointStore,
+  type InformerOptions,
+  type KubeObject,
+} from "./endpoint-stream.ts";
 
 export class Informer<T extends KubeObject, R = T> {
   private readonly streams = new Map<string, EndpointStream<T, R>>();

@@ -46,7 +46,7 @@ export function readableCost(ws: WorkspaceIndex, name: string, perPath: readonly
     for (const n of refList(r)) {
       if (seen.has(n)) continue;
       seen.add(n);
-      bytes += n.length + (ws.naming(n) === undefined ? INDEX_COST.newName : INDEX_COST.sharedName);
+      bytes += n.length + (ws.named(n) ? INDEX_COST.sharedName : INDEX_COST.newName);
     }
   }
   return bytes;

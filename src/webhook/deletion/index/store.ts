@@ -16,7 +16,7 @@ import type { Dependent, Lookup } from "../../admission.ts";
 import { canNameObject, DEFAULT_INDEX_BUDGET, type IndexBudget, type UnreadableReason } from "./budget.ts";
 import type { IndexLedger, LedgerAccount } from "./ceiling.ts";
 import { readableCost, Rec, refList, unreadableCost, type Ref } from "./record.ts";
-import { WorkspaceIndex, type Recs } from "./workspace.ts";
+import { WorkspaceIndex } from "./workspace.ts";
 
 /** What the index keeps of one dependent object; `names[i]` is what it names at path i, null when unreadable. */
 export interface IndexedDependent {
@@ -220,7 +220,7 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
       out.push(r.ns ? { namespace: r.ns, name: r.name, field } : { name: r.name, field });
       return out.length <= limit;
     };
-    for (const r of recsOf(ws.naming(lookup.name))) if (!consider(r)) return answer(false);
+    for (const r of ws.naming(lookup.name)) if (!consider(r)) return answer(false);
     for (const r of ws.unreadableIn(lookup.namespace)) if (!consider(r)) return answer(false);
     return answer(true);
   }
@@ -244,9 +244,4 @@ export class ReferenceStore implements EndpointStore<unknown, IndexedDependent>,
     }
     return perPath.length === 1 ? perPath[0]! : perPath;
   }
-}
-
-function recsOf(recs: Recs | undefined): Iterable<Rec> {
-  if (recs === undefined) return [];
-  return recs instanceof Set ? recs : [recs];
 }

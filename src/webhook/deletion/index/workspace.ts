@@ -4,7 +4,7 @@ import type { UnreadableReason } from "./budget.ts";
 import type { Rec } from "./record.ts";
 
 /** One record (the common case: one dependent names an object) or several. */
-export type Recs = Rec | Set<Rec>;
+type Recs = Rec | Set<Rec>;
 
 /** One namespace of a workspace ("" for cluster-scoped dependents). `name` is the copy its records share. */
 interface Namespace {
@@ -94,9 +94,16 @@ export class WorkspaceIndex {
     if (have.size === 1) this.byName.set(name, have.values().next().value!);
   }
 
+  /** Whether a readable record names `name`. */
+  named(name: string): boolean {
+    return this.byName.has(name);
+  }
+
   /** The readable records naming `name`. */
-  naming(name: string): Recs | undefined {
-    return this.byName.get(name);
+  naming(name: string): Iterable<Rec> {
+    const recs = this.byName.get(name);
+    if (recs === undefined) return [];
+    return recs instanceof Set ? recs : [recs];
   }
 
   /** Unreadable records a lookup in `namespace` must count (all of them for a cluster-scoped target). */
