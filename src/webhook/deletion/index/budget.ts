@@ -14,9 +14,9 @@ export interface IndexBudget {
 
 /**
  * Defaults: 20,000 dependents of one type in one workspace are more than a workspace holds in practice, and 8 MiB of
- * heap by INDEX_COST is 20,000 one-reference dependents with names of up to about 100 characters (bench/README.md,
- * "What the index holds": 331 heap bytes per dependent with 9-character names). A workspace whose dependents name
- * 1,000 objects each reaches it at about 170 dependents.
+ * heap by INDEX_COST is 20,000 one-reference dependents whose own and referenced names have up to about 230
+ * characters together (bench/README.md, "No key string per dependent": 207 heap bytes per dependent with 12- and
+ * 9-character names). A workspace whose dependents name 1,000 objects each reaches it at 110-220 dependents.
  */
 export const DEFAULT_INDEX_BUDGET: IndexBudget = {
   maxNamesPerObject: 1_000,
