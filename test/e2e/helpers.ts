@@ -6,6 +6,7 @@ import type { RestClient } from "../../src/kcp/rest.ts";
 import { apply, type KObject } from "../../tools/kcp/api.ts";
 import { startKcp, type Kcp } from "../../tools/kcp/harness.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
+import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import {
   Binaries,
   PATHS,
@@ -103,6 +104,11 @@ export interface E2E<K extends KcpEnv = Kcp> {
   readonly kcp: K;
   readonly topo: Topology;
   readonly bins: Binaries;
+  /**
+   * The owner of `workspacePath` as a tenant: a ServiceAccount token scoped to that workspace (tools/kcp/tenant.ts),
+   * made at the first call and shared by the file's tests. A test that plays a provider or consumer acts with it.
+   */
+  tenant(workspacePath: string): Promise<Tenant>;
 }
 
 /**
@@ -132,7 +138,17 @@ export function e2eSuite(
   { controllerArgs = [], ...opts }: SuiteOptions = {},
 ): E2E<KcpEnv & { stop(): Promise<void>; logTail(n?: number): string }> {
   type K = KcpEnv & { stop(): Promise<void>; logTail(n?: number): string };
-  let state: E2E<K> | undefined;
+  let state: Omit<E2E<K>, "tenant"> | undefined;
+  const tenants = new Map<string, Promise<Tenant>>();
+  const tenantOf = (workspacePath: string): Promise<Tenant> => {
+    let t = tenants.get(workspacePath);
+    if (!t) {
+      t = tenant(must(state).kcp, workspacePath, { name: "owner" });
+      tenants.set(workspacePath, t);
+      void t.catch(() => tenants.delete(workspacePath)); // a later call tries again
+    }
+    return t;
+  };
   let failed = false;
   before(async () => {
     const kcp = await start();
@@ -144,7 +160,10 @@ export function e2eSuite(
       state = { kcp, topo, bins };
       await bins.startWebhook();
       await bins.startController();
-      await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
+      // The compute provider writes its rule with its own token. The rest above is the operator's (kcp-admin):
+      // workspaces, dep-ctrl and its export, the processes; setupTopology also does the providers' and consumers'
+      // setup (exports, consent, bindings) as admin, shared with the demo, bench and soak.
+      await apply((await tenantOf(PATHS.compute)).client, vmRule(topo.vars));
     } catch (err) {
       if (!state) await kcp.stop();
       throw err;
@@ -169,6 +188,7 @@ export function e2eSuite(
     get bins(): Binaries {
       return must(state).bins;
     },
+    tenant: tenantOf,
   };
 }
 

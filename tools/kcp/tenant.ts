@@ -2,9 +2,12 @@
 // cluster-admin there, and a token for it from the TokenRequest API. kcp scopes such a token to the workspace's
 // logical cluster (`authentication.kcp.io/scopes: cluster:<it>`, kcp.md §9), so a test that plays a tenant acts with
 // exactly what the tenant can do in its own workspace, and none of kcp-admin's reach (team rule: never kcp-admin).
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { isApiError, RestClient } from "../../src/kcp/rest.ts";
-import type { KObject } from "./api.ts";
-import type { KcpEnv } from "./layout.ts";
+import { apply, type KObject } from "./api.ts";
+import { REPO_ROOT } from "./harness.ts";
+import { IDENTITIES, type KcpEnv } from "./layout.ts";
 import { waitFor } from "./process.ts";
 
 /** A tenant identity in one workspace: its raw bearer token and a client rooted at `<base>/clusters/<workspace>`. */
@@ -108,4 +111,17 @@ export function bindGrant(exportName: string): KObject[] {
       subjects: [{ apiGroup: rbac, kind: "Group", name: "system:authenticated" }],
     },
   ];
+}
+
+/**
+ * A provider's consent to the dependents index (deploy/rbac/provider-index.yaml) for its export `exportName`, given
+ * with the provider's own client (its tenant's token), as getting-started's step 4 has the provider run it.
+ */
+export async function consentToIndex(
+  provider: RestClient,
+  exportName: string,
+  webhookUser: string = IDENTITIES.webhook.user,
+): Promise<void> {
+  const consent = readFileSync(path.join(REPO_ROOT, "deploy/rbac/provider-index.yaml"), "utf8");
+  await apply(provider, consent, { WEBHOOK_USER: webhookUser, DEPENDENT_EXPORT: exportName });
 }
