@@ -5,13 +5,17 @@
 // consumer, the holder, binds both their exports and holds their dependents. In each case every innocent consumer
 // (one that binds neither faulty export) deletes a free VPC and is refused (409, naming the VM) on a VPC its own VM
 // references, exactly as before; the faulty rule's status names its fault; and the holder gets the documented answer.
+// Every provider and consumer acts with its own ServiceAccount token (kcp.md §9), never kcp-admin; kcp-admin only
+// creates the workspaces and lets providers bind the dep-ctrl export, as the operator does.
 // careless-authors.test.ts runs the cases on one kcp, careless-authors-sharded.test.ts on two shards.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import type { RestClient } from "../../src/kcp/rest.ts";
 import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
-import { EXPORT_NAME, PATHS, depCtrlBinding, grantIndex, type KcpEnv } from "../../tools/kcp/topology.ts";
+import { bindGrant, consentToIndex } from "../../tools/kcp/tenant.ts";
+import { EXPORT_NAME, PATHS, depCtrlBinding, type KcpEnv } from "../../tools/kcp/topology.ts";
 import {
   RULES,
   VPCS,
@@ -79,26 +83,32 @@ class Careless {
     this.placement = placement;
   }
 
-  ws(p: string) {
-    return this.e2e.kcp.ws(p);
+  /** The client of the tenant owning workspace `p` (its own token). */
+  async as(p: string): Promise<RestClient> {
+    return (await this.e2e.tenant(p)).client;
   }
 
+  /** The operator (kcp-admin) creates a workspace; its owner then acts with its own token. */
   private create(path: string, shard: string | undefined) {
     return createWorkspace(this.e2e.kcp.admin, path, shard ? { shard } : {});
   }
 
   /** The faulty authors' workspaces and the holder (in the first test: after the suite's before). */
   async setUpAuthors(): Promise<void> {
+    // The operator offers the dep-ctrl export to every provider (getting-started's premise: providers bind it).
+    await apply(this.e2e.kcp.ws(PATHS.depCtrl), bindGrant(EXPORT_NAME));
     for (const p of [GADGETS, WIDGETS]) {
       await this.create(p.path, this.placement.shards?.authors);
-      await apply(this.ws(p.path), exportOf(p));
+      // Each author exports its kind to any consumer that binds it.
+      await apply(await this.as(p.path), [...exportOf(p), ...bindGrant(p.export)]);
     }
-    await apply(this.ws(GADGETS.path), depCtrlBinding(PATHS.depCtrl));
-    await apply(this.ws(WIDGETS.path), declinedBinding());
-    for (const p of [GADGETS, WIDGETS]) await waitForBinding(this.ws(p.path), EXPORT_NAME);
-    await grantIndex(this.e2e.kcp, WIDGETS.path, WIDGETS.export); // its only fault is the declined claims
+    await apply(await this.as(GADGETS.path), depCtrlBinding(PATHS.depCtrl));
+    await apply(await this.as(WIDGETS.path), declinedBinding());
+    for (const p of [GADGETS, WIDGETS]) await waitForBinding(await this.as(p.path), EXPORT_NAME);
+    await consentToIndex(await this.as(WIDGETS.path), WIDGETS.export); // its only fault is the declined claims
+    await apply(await this.as(PATHS.network), bindGrant("network.test.io"));
     await this.create(HOLDER, this.placement.shards?.holder);
-    const holder = this.ws(HOLDER);
+    const holder = await this.as(HOLDER);
     await apply(holder, [
       apiBinding("network.test.io", PATHS.network),
       apiBinding(GADGETS.export, GADGETS.path),
@@ -111,7 +121,7 @@ class Careless {
   /** Every innocent consumer as before any faulty rule: a free VPC deleted, one its VM references refused 409. */
   async innocentsAsBefore(tag: string): Promise<void> {
     for (const path of this.placement.innocents) {
-      const c = this.ws(path);
+      const c = await this.as(path);
       await create(c, vpc(`free-${tag}`), vpc(`used-${tag}`), vm(`vm-${tag}`, { vpc: `used-${tag}` }));
       await waitForProtection(c, `${at(VPCS)}/used-${tag}`, true);
       assert.deepEqual(await tryDelete(c, `${at(VPCS)}/free-${tag}`), { allowed: true }, path);
@@ -123,16 +133,17 @@ class Careless {
   }
 
   /** A dry-run delete of one of the holder's VPCs. */
-  holderDelete(name: string) {
-    return tryDelete(this.ws(HOLDER), `${at(VPCS)}/${name}`, { dryRun: true });
+  async holderDelete(name: string) {
+    return tryDelete(await this.as(HOLDER), `${at(VPCS)}/${name}`, { dryRun: true });
   }
 
-  /** Waits for the rule's condition `type` to have `reason`; returns it. */
+  /** Waits for the rule's condition `type` to have `reason`, as its author reads it; returns it. */
   async condition(p: Provider, rule: string, type: string, reason: string): Promise<Cond> {
+    const author = await this.as(p.path);
     return waitFor(
       `rule ${rule}: ${type} reason ${reason}`,
       async () => {
-        const r = await this.ws(p.path).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/${rule}`);
+        const r = await author.get<{ status?: { conditions?: Cond[] } }>(`${RULES}/${rule}`);
         const c = r.status?.conditions?.find((x) => x.type === type);
         return c?.reason === reason ? c : undefined;
       },
@@ -140,13 +151,13 @@ class Careless {
     );
   }
 
-  deleteRule(p: Provider, rule: string) {
-    return this.ws(p.path).request("DELETE", `${RULES}/${rule}`);
+  async deleteRule(p: Provider, rule: string) {
+    return (await this.as(p.path)).request("DELETE", `${RULES}/${rule}`);
   }
 }
 
 async function path403(c: Careless): Promise<void> {
-  await apply(c.ws(GADGETS.path), [ruleFor(GADGETS, "gadgets-private", `${PATHS.consumer1}:private`)]);
+  await apply(await c.as(GADGETS.path), [ruleFor(GADGETS, "gadgets-private", `${PATHS.consumer1}:private`)]);
   const cond = await c.condition(GADGETS, "gadgets-private", "WorkspacesResolved", "ResolutionFailed");
   assert.match(cond.message, /root:consumer1:private/);
   await c.condition(GADGETS, "gadgets-private", "Ready", "ResolutionFailed");
@@ -155,7 +166,7 @@ async function path403(c: Careless): Promise<void> {
 }
 
 async function noConsent(c: Careless): Promise<void> {
-  await apply(c.ws(GADGETS.path), [ruleFor(GADGETS, "gadgets-need-vpc")]);
+  await apply(await c.as(GADGETS.path), [ruleFor(GADGETS, "gadgets-need-vpc")]);
   const cond = await c.condition(GADGETS, "gadgets-need-vpc", "DependentsIndexed", "IndexForbidden");
   assert.match(cond.message, /^not enforced: .*apply deploy\/rbac\/provider-index\.yaml/);
   await c.innocentsAsBefore("noconsent");
@@ -163,14 +174,15 @@ async function noConsent(c: Careless): Promise<void> {
   assert.deepEqual(await c.holderDelete("g-vpc"), { allowed: true });
 }
 
-async function revokedConsent(c: Careless, kcp: KcpEnv): Promise<void> {
-  await grantIndex(kcp, GADGETS.path, GADGETS.export);
-  await waitForProtection(c.ws(HOLDER), `${at(VPCS)}/g-vpc`, true, 180_000);
+async function revokedConsent(c: Careless): Promise<void> {
+  const author = await c.as(GADGETS.path);
+  await consentToIndex(author, GADGETS.export);
+  await waitForProtection(await c.as(HOLDER), `${at(VPCS)}/g-vpc`, true, 180_000);
   assertDenied(await c.holderDelete("g-vpc"), /still referenced by Gadget\/g-1$/);
   await c.condition(GADGETS, "gadgets-need-vpc", "DependentsIndexed", "Indexed");
 
   const crb = `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kcp-dependency-webhook-index-${GADGETS.export}`;
-  await c.ws(GADGETS.path).request("DELETE", crb);
+  await author.request("DELETE", crb);
   // The webhook's open watch of gadgets notices when it is reopened, at its 60 s timeout (a constant of the webhook,
   // EXPORT_WATCH_TIMEOUT_SECONDS, no flag): from then on the holder's deletes are refused, 503.
   const refused = await waitFor(
@@ -197,7 +209,7 @@ async function revokedConsent(c: Careless, kcp: KcpEnv): Promise<void> {
 }
 
 async function declinedClaims(c: Careless): Promise<void> {
-  await apply(c.ws(WIDGETS.path), [ruleFor(WIDGETS, "widgets-need-vpc")]);
+  await apply(await c.as(WIDGETS.path), [ruleFor(WIDGETS, "widgets-need-vpc")]);
   const cond = await c.condition(WIDGETS, "widgets-need-vpc", "ReferencesValid", "ChecksDeclined");
   assert.match(cond.message, /^not enforced: this workspace declined the read-only claims/);
   await c.condition(WIDGETS, "widgets-need-vpc", "Ready", "ChecksDeclined");
@@ -215,6 +227,6 @@ export function carelessAuthorsTests(e2e: E2E<KcpEnv>, placement: Placement): vo
   });
   test("a rule whose provider path answers 403 is not enforced: nobody waits for it", () => path403(c));
   test("a rule whose author never gave the index consent is not enforced, anywhere", () => noConsent(c));
-  test("a revoked consent fails closed only where the rule's dependents were", () => revokedConsent(c, e2e.kcp));
+  test("a revoked consent fails closed only where the rule's dependents were", () => revokedConsent(c));
   test("a rule whose author declined the read-only claims is not enforced, and says so", () => declinedClaims(c));
 }
