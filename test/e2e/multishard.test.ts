@@ -2,6 +2,9 @@
 // shard, consumer2 on shard-1; the webhook's lookup RBAC is applied to each shard's system:admin directly; and a rule
 // that lives in a workspace on shard-1 is seen by both binaries (one virtual-workspace endpoint per shard). Then
 // shard-1 stops answering (SIGSTOP): the webhook stays ready and decides with the root shard's rules.
+// The providers and consumers act with their own ServiceAccount tokens (kcp.md §9), never kcp-admin; kcp-admin stays
+// for the operator's acts: creating workspaces, letting providers bind the dep-ctrl export, reading the export's
+// endpoint slices and stopping a shard.
 import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -9,7 +12,8 @@ import { apiBinding, apply, createWorkspace, waitForBinding } from "../../tools/
 import { waitFor } from "../../tools/kcp/process.ts";
 import { startShardedKcp } from "../../tools/kcp/sharded.ts";
 import { ENDPOINT_SLICES_PATH, endpointUrls, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
-import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, grantIndex, vmRule } from "../../tools/kcp/topology.ts";
+import { bindGrant, consentToIndex } from "../../tools/kcp/tenant.ts";
+import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, vmRule } from "../../tools/kcp/topology.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
 import {
   RULES,
@@ -39,9 +43,10 @@ const GATEWAY_API = exportedKind({
 const e2e = e2eSuite(() => startShardedKcp({ tokens: TOKENS }), {
   placement: { depCtrl: "root", network: "root", compute: "root", consumer1: "root", consumer2: "shard-1" },
 });
-const consumers = () => [
-  { name: "consumer1 (root shard)", ws: e2e.kcp.ws(PATHS.consumer1) },
-  { name: "consumer2 (shard-1)", ws: e2e.kcp.ws(PATHS.consumer2) },
+/** The two consumers, each with its own client (its tenant's token). */
+const consumers = async () => [
+  { name: "consumer1 (root shard)", ws: (await e2e.tenant(PATHS.consumer1)).client },
+  { name: "consumer2 (shard-1)", ws: (await e2e.tenant(PATHS.consumer2)).client },
 ];
 
 test("12. the controller installs the webhook configuration in the provider on the root shard", async () => {
@@ -49,7 +54,7 @@ test("12. the controller installs the webhook configuration in the provider on t
 });
 
 test("12/2. a referenced VPC is protected on both shards", async () => {
-  for (const { name, ws } of consumers()) {
+  for (const { name, ws } of await consumers()) {
     await create(ws, vpc("my-vpc"), vm("my-vm", { vpc: "my-vpc" }));
     await waitForProtection(ws, `${at(VPCS)}/my-vpc`, true);
     const outcome = await tryDelete(ws, `${at(VPCS)}/my-vpc`);
@@ -59,7 +64,7 @@ test("12/2. a referenced VPC is protected on both shards", async () => {
 });
 
 test("12/4. a same-named VPC without VMs deletes freely, whichever shard holds the VM", async () => {
-  const [c1, c2] = consumers();
+  const [c1, c2] = await consumers();
   assert.ok(c1 && c2);
   await create(c1.ws, vpc("iso-1"), vm("iso-1-vm", { vpc: "iso-1" }));
   await create(c2.ws, vpc("iso-1"));
@@ -72,13 +77,13 @@ test("12/4. a same-named VPC without VMs deletes freely, whichever shard holds t
 });
 
 test("12/7. deleting the rule lifts protection on both shards; recreating it restores protection", async () => {
-  const compute = e2e.kcp.ws(PATHS.compute);
+  const compute = (await e2e.tenant(PATHS.compute)).client;
   await compute.request("DELETE", `${RULES}/vm-dependencies`);
   await waitForVwc(e2e.kcp, false);
-  for (const { ws } of consumers()) await waitForProtection(ws, `${at(VPCS)}/my-vpc`, false);
+  for (const { ws } of await consumers()) await waitForProtection(ws, `${at(VPCS)}/my-vpc`, false);
   await apply(compute, vmRule(e2e.topo.vars));
   await waitForVwc(e2e.kcp, true);
-  for (const { ws } of consumers()) {
+  for (const { ws } of await consumers()) {
     await waitForProtection(ws, `${at(VPCS)}/my-vpc`, true);
     assertDenied(await tryDelete(ws, `${at(VPCS)}/my-vpc`), /still referenced by VirtualMachine\/my-vm$/);
   }
@@ -87,13 +92,16 @@ test("12/7. deleting the rule lifts protection on both shards; recreating it res
 test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by the controller and the webhook", async () => {
   const edge = "root:edge-provider";
   await createWorkspace(e2e.kcp.admin, edge, { shard: "shard-1" });
+  // The operator offers the dep-ctrl export to every provider; the edge provider does the rest with its own token.
+  await apply(e2e.kcp.ws(PATHS.depCtrl), bindGrant(EXPORT_NAME));
+  const provider = (await e2e.tenant(edge)).client;
   // A rule's dependent must be a type its own workspace exports, and the index reads it through that export: the edge
-  // provider exports Gateways (which name a VPC), and both consumers bind them.
-  await apply(e2e.kcp.ws(edge), GATEWAY_API);
-  await apply(e2e.kcp.ws(edge), depCtrlBinding(PATHS.depCtrl));
-  await waitForBinding(e2e.kcp.ws(edge), EXPORT_NAME);
-  await grantIndex(e2e.kcp, edge, "edge.test.io");
-  for (const { ws } of consumers()) {
+  // provider exports Gateways (which name a VPC), open to any consumer, and both consumers bind them.
+  await apply(provider, [...GATEWAY_API, ...bindGrant("edge.test.io")]);
+  await apply(provider, depCtrlBinding(PATHS.depCtrl));
+  await waitForBinding(provider, EXPORT_NAME);
+  await consentToIndex(provider, "edge.test.io");
+  for (const { ws } of await consumers()) {
     await apply(ws, [apiBinding("edge.test.io", edge)]);
     await waitForBinding(ws, "edge.test.io");
   }
@@ -107,21 +115,21 @@ test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by t
   const rule = dependencyRule("gateway-dependencies", [{ resource: "vpcs", path: PATHS.network }], {
     dependent: { group: "edge.test.io", kind: "Gateway", resource: "gateways" },
   });
-  await apply(e2e.kcp.ws(edge), [rule]);
+  await apply(provider, [rule]);
 
   // The controller reached it through shard-1's virtual-workspace endpoint: it wrote the rule's status there.
   await waitFor(
     "the controller to report the shard-1 rule Ready",
     async () => {
-      const r = await e2e.kcp
-        .ws(edge)
-        .get<{ status?: { conditions?: { type: string; status: string }[] } }>(`${RULES}/gateway-dependencies`);
+      const r = await provider.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        `${RULES}/gateway-dependencies`,
+      );
       return r.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") || undefined;
     },
     { timeoutMs: 90_000 },
   );
   // The webhook registered it: a VPC named by a Subnet is now protected, on both shards.
-  for (const { ws } of consumers()) {
+  for (const { ws } of await consumers()) {
     await create(ws, vpc("net-vpc"), {
       apiVersion: "edge.test.io/v1",
       kind: "Gateway",
@@ -137,7 +145,7 @@ test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by t
 });
 
 test("12/shard-1 stopped: the webhook stays ready, decides with the root shard's rules, refuses only what shard-1's rules may decide", async () => {
-  const [c1, c2] = consumers();
+  const [c1, c2] = await consumers();
   assert.ok(c1 && c2);
   const webhook = e2e.bins.webhook;
   assert.ok(webhook);
