@@ -6,6 +6,8 @@
 // The webhook runs with the image's V8 flags (NODE_FLAGS, tools/kcp/binaries.ts): without the cap on the young
 // generation, RSS stayed +25 to +81 MiB after the burst with the heap back where it was (the pages V8 grew to). It runs
 // alone (test/e2e/alone/, after the two-at-a-time pool), so another test's load does not delay V8 returning the pages.
+// The providers and consumers act with their own ServiceAccount tokens (kcp.md §9), never kcp-admin; kcp-admin stays
+// for the operator's acts: creating workspaces, letting providers bind the dep-ctrl export, restarting the webhook.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -13,8 +15,8 @@ import type { RestClient } from "../../../src/kcp/rest.ts";
 import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../../tools/kcp/api.ts";
 import { waitFor } from "../../../tools/kcp/process.ts";
 import { startKcp } from "../../../tools/kcp/harness.ts";
-import { tenant } from "../../../tools/kcp/tenant.ts";
-import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, grantIndex, scrapeSeries } from "../../../tools/kcp/topology.ts";
+import { bindGrant, consentToIndex } from "../../../tools/kcp/tenant.ts";
+import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, scrapeSeries } from "../../../tools/kcp/topology.ts";
 import { dependencyRule } from "../../../tools/kcp/rules.ts";
 import {
   VPCS,
@@ -78,33 +80,45 @@ async function largestAccepted(ws: RestClient, size: number, make: (size: number
 let listProvider: Promise<void> | undefined;
 const setUpListProvider = (): Promise<void> => (listProvider ??= setUpListProviderAndHostile());
 
+/** The client of the tenant owning workspace `p` (its own token). */
+const as = async (p: string): Promise<RestClient> => (await e2e.tenant(p)).client;
+
 async function setUpListProviderAndHostile(): Promise<void> {
   const kcp = e2e.kcp;
+  // The operator creates the workspaces and offers the dep-ctrl export to every provider.
+  await apply(kcp.ws(PATHS.depCtrl), bindGrant(EXPORT_NAME));
   await createWorkspace(kcp.admin, LISTS);
-  await apply(kcp.ws(LISTS), LIST_PROVIDER);
-  await apply(kcp.ws(LISTS), depCtrlBinding(PATHS.depCtrl));
-  await waitForBinding(kcp.ws(LISTS), EXPORT_NAME);
-  await grantIndex(kcp, LISTS, "lists.test.io");
+  const lists = await as(LISTS);
+  // The list provider exports Racks to any consumer, binds the dep-ctrl export, consents to the index, writes its rule.
+  await apply(lists, [...LIST_PROVIDER, ...bindGrant("lists.test.io")]);
+  await apply(lists, depCtrlBinding(PATHS.depCtrl));
+  await waitForBinding(lists, EXPORT_NAME);
+  await consentToIndex(lists, "lists.test.io");
   const listRule = dependencyRule("rack-needs-vpcs", [{ resource: "vpcs", field: ".spec.vpcNames[*]" }], {
     dependent: { group: "lists.test.io", kind: "Rack", resource: "racks" },
   });
-  await apply(kcp.ws(LISTS), [listRule]);
+  await apply(lists, [listRule]);
+  // The network and compute providers open their exports to any consumer, each with its own token.
+  await apply(await as(PATHS.network), bindGrant("network.test.io"));
+  await apply(await as(PATHS.compute), bindGrant("compute.test.io"));
   await createWorkspace(kcp.admin, HOSTILE);
-  const hostile = kcp.ws(HOSTILE);
+  const hostile = await as(HOSTILE);
   await apply(hostile, [
     apiBinding("network.test.io", PATHS.network),
     apiBinding("compute.test.io", PATHS.compute),
     apiBinding("lists.test.io", LISTS),
   ]);
   for (const b of ["network.test.io", "compute.test.io", "lists.test.io"]) await waitForBinding(hostile, b);
-  await apply(kcp.ws(PATHS.consumer1), [apiBinding("lists.test.io", LISTS)]);
-  await waitForBinding(kcp.ws(PATHS.consumer1), "lists.test.io");
+  const calm = await as(PATHS.consumer1);
+  await apply(calm, [apiBinding("lists.test.io", LISTS)]);
+  await waitForBinding(calm, "lists.test.io");
 }
 
 test("a hostile consumer costs the webhook no memory and refuses only its own deletes", async () => {
-  const calm = e2e.kcp.ws(PATHS.consumer1);
-  const hostile = (): RestClient => e2e.kcp.ws(HOSTILE);
   await setUpListProvider();
+  const calm = await as(PATHS.consumer1);
+  const hostileClient = await as(HOSTILE);
+  const hostile = (): RestClient => hostileClient;
   // Both rules protect: in the calm workspace a VM and a Rack each block their VPC.
   await create(calm, vpc("calm-vpc"), vm("calm-vm", { vpc: "calm-vpc" }), vpc("free-vpc"), vpc("rack-vpc"));
   await create(calm, rack("calm-rack", ["rack-vpc"]));
@@ -188,7 +202,7 @@ test("a tenant with five workspaces past their budgets stays under the ceiling, 
   const kcp = e2e.kcp;
   const bins = e2e.bins;
   await setUpListProvider();
-  const calm = kcp.ws(PATHS.consumer1);
+  const calm = await as(PATHS.consumer1);
   if (!(await calm.getOptional(`${at(VPCS)}/calm-vpc`)))
     await create(calm, vpc("calm-vpc"), vm("calm-vm", { vpc: "calm-vpc" }));
   await bins.webhook?.proc.stop();
@@ -202,9 +216,10 @@ test("a tenant with five workspaces past their budgets stays under the ceiling, 
   const greedy: RestClient[] = [];
   for (const path of GREEDY) {
     await createWorkspace(kcp.admin, path);
-    await apply(kcp.ws(path), [apiBinding("network.test.io", PATHS.network), apiBinding("lists.test.io", LISTS)]);
-    for (const b of ["network.test.io", "lists.test.io"]) await waitForBinding(kcp.ws(path), b);
-    greedy.push((await tenant(kcp, path, { name: "greedy" })).client);
+    const ws = await as(path);
+    await apply(ws, [apiBinding("network.test.io", PATHS.network), apiBinding("lists.test.io", LISTS)]);
+    for (const b of ["network.test.io", "lists.test.io"]) await waitForBinding(ws, b);
+    greedy.push(ws);
   }
   const names = (r: number): string[] => Array.from({ length: 1_000 }, (_, k) => (r * 1_000 + k).toString(36));
   for (const ws of greedy) {
@@ -213,7 +228,7 @@ test("a tenant with five workspaces past their budgets stays under the ceiling, 
       await create(ws, ...[0, 1, 2, 3].map((j) => rack(`hoard-${r + j}`, names(r + j))));
   }
   // The innocent arrives after the tenant filled the index.
-  const innocent = (await tenant(kcp, PATHS.consumer1, { name: "innocent" })).client;
+  const innocent = calm;
   await create(innocent, vpc("late-vpc"), vpc("late-free-vpc"));
   await create(innocent, rack("late-rack", ["late-vpc", "other-vpc"]));
   const objects = GREEDY.length * RACKS_PER_WORKSPACE + 1;
