@@ -2,6 +2,7 @@
 // bindings and our configurations through its virtual workspace on every shard, apply the planned writes there, and
 // answer each rule's coverage; the exports recorded in the dep-ctrl workspace whose rules are gone are visited too,
 // to prune. Read every pass (one GET of the record; two lists per export and shard); a steady state writes nothing.
+// What each pass read tells local-targets-watch.ts which exports to watch, so a new consumer needs no resync.
 import type { Logger } from "pino";
 import type { ParsedRule } from "../api/rule.ts";
 import { CLUSTER_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
@@ -27,9 +28,10 @@ import {
 import { exportsToVisit, recordAfter, recordBefore, type PruneOutcome } from "./local-targets-visits.ts";
 import { ExportRecordInMemory, type ExportRecord } from "../kcp/local-targets-record.ts";
 import type { ControllerMetrics } from "./metrics.ts";
+import type { ExportReadout } from "./local-targets-watch.ts";
 import { send, type ClusterClient } from "./writer.ts";
 
-const APIBINDINGS = "/apis/apis.kcp.io/v1alpha2/apibindings";
+export const APIBINDINGS = "/apis/apis.kcp.io/v1alpha2/apibindings";
 const APIEXPORT_VW = "/services/apiexport/";
 
 export interface LocalTargetsDeps {
@@ -44,6 +46,8 @@ export interface LocalTargetsDeps {
    * dep-ctrl workspace, src/kcp/local-targets-record.ts). Unset: in this process's memory (tests; lost on restart).
    */
   localTargetsRecord?: ExportRecord | undefined;
+  /** Told after each pass what it read of the exports with rules, to watch them (local-targets-watch.ts). */
+  localTargetWatches?: { follow(exports: readonly ExportReadout[]): void } | undefined;
   logger: Logger;
   metrics: ControllerMetrics;
 }
@@ -73,6 +77,11 @@ async function listOurs(all: ClusterClient, selector: string): Promise<{ items: 
 }
 
 type Read = { view: ExportView; endpointOf: Map<LogicalClusterName, string> } | LocalCoverage;
+
+function readState(read: Read): ExportReadout["state"] {
+  if ("kind" in read) return read.kind === "unreadable" && read.gone ? "gone" : "failed";
+  return read.view.claimed ? "claimed" : "unclaimed";
+}
 
 export class LocalTargets {
   private readonly deps: LocalTargetsDeps;
@@ -104,17 +113,20 @@ export class LocalTargets {
     const grown = recorded !== undefined && this.deps.mayWrite() && (await this.keep(recordBefore(sets, recorded)));
     const visits = exportsToVisit(sets, recorded ?? []);
     const pruned = new Map<string, PruneOutcome>();
+    const readouts: ExportReadout[] = [];
     for (const visit of visits) {
       const read = await this.read(visit.export);
       if (!visit.set) {
         pruned.set(exportKey(visit.export), await this.prune(read));
         continue;
       }
+      readouts.push({ export: visit.export, state: readState(read) });
       const want = localConfiguration(visit.set, this.deps.webhookBaseUrl, obs.caBundle);
       const answer = "kind" in read ? read : coverageOf(visit.set, read.view, await this.write(want, read));
       for (const rule of visit.set.rules) coverage.set(rule, answer);
     }
     if (grown && this.deps.mayWrite()) await this.keep(recordAfter(visits, pruned));
+    this.deps.localTargetWatches?.follow(readouts);
     return coverage;
   }
 

@@ -37,7 +37,8 @@ export interface Listed<T> {
   object: T;
 }
 
-export interface ReconcilerDeps {
+/** Local targets' record and watches are passed through (local-targets-sync.ts says what they are). */
+export interface ReconcilerDeps extends Pick<LocalTargetsDeps, "localTargetsRecord" | "localTargetWatches"> {
   rules: { listWithEndpoints(): Listed<RuleObject>[]; hasSynced(): boolean; endpoints(): string[] };
   configurations: { listWithEndpoints(): Listed<ValidatingWebhookConfiguration>[]; hasSynced(): boolean };
   resolver: { resolve(path: WorkspacePath): Promise<Resolution>; invalidateCluster(cluster: string): void };
@@ -54,8 +55,6 @@ export interface ReconcilerDeps {
   readWebhookSettings?: () => Promise<WebhookSettings | undefined>;
   /** The rule verdicts in the dep-ctrl workspace (src/api/verdicts.ts): read, and rewritten where a pass changed them. */
   verdicts: VerdictBook;
-  /** Where local targets record the exports to visit (local-targets-sync.ts); unset: in memory (tests). */
-  localTargetsRecord?: LocalTargetsDeps["localTargetsRecord"];
   /** Rules one workspace may have enforced (src/api/rule-cap.ts); past it a rule is not installed. Unset: no cap. */
   maxRulesPerWorkspace?: number | undefined;
   /** Checked before every write: a replica that lost the leader lease must stop writing at once. */

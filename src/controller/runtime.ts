@@ -31,6 +31,7 @@ import { Reconciler, type ReconcilerDeps } from "./reconciler.ts";
 import { VerdictStore } from "../kcp/verdict-store.ts";
 import { ExportRecordConfigMap } from "../kcp/local-targets-record.ts";
 import { providerInitializerOf, type ProviderInitializerConfig } from "./initializer-wiring.ts";
+import { localTargetWatchesOf } from "./local-targets-watch.ts";
 
 export interface ControllerConfig extends ProviderInitializerConfig {
   kubeconfig?: string;
@@ -109,8 +110,7 @@ export async function startController(
     { workspace: conn.workspace, export: config.apiExportName, webhookUrl: config.webhookUrl, health: health.port },
     "controller started",
   );
-  rules.start();
-  verdicts.start();
+  for (const source of [rules, verdicts]) source.start();
   const election = elect(config, conn, { logger, metrics, clock }, loop, (e) => (elector = e), verdicts);
   const initializer = providerInitializerOf(config, conn, logger, clock, () => !elector || elector.isLeader());
   return {
@@ -119,9 +119,7 @@ export async function startController(
       logger.info("shutting down");
       await loop.stop();
       await Promise.all([election.stop(), initializer?.stop()]);
-      rules.stop();
-      configurations.stop();
-      verdicts.stop();
+      for (const source of [rules, configurations, verdicts, watched.localTargets]) source.stop();
       await health.close();
       conn.base.close();
     },
@@ -145,7 +143,7 @@ function caBundleOf(
 function reconcilerOf(
   config: ControllerConfig,
   conn: ReturnType<typeof loadKcpConnection>,
-  { rules, configurations, sameEndpoints, verdicts }: ReturnType<typeof sources>,
+  { rules, configurations, sameEndpoints, verdicts, localTargets }: ReturnType<typeof sources>,
   deps: Pick<ReconcilerDeps, "caBundle" | "mayWrite" | "logger" | "metrics"> & { clock: Clock },
 ): Reconciler {
   return new Reconciler({
@@ -162,6 +160,7 @@ function reconcilerOf(
     readWebhookSettings: () => readWebhookSettings(conn.workspaceClient),
     verdicts,
     localTargetsRecord: new ExportRecordConfigMap(conn.workspaceClient),
+    localTargetWatches: localTargets,
     exportName: config.apiExportName,
     maxRulesPerWorkspace: config.maxRulesPerWorkspace,
     ...deps,
@@ -221,7 +220,7 @@ function elect(
 }
 
 /** The rule watch and the webhook-configuration informer. The informer follows the rule watch's endpoints from the
- * start (not from inside a pass), so a standby's cache is as warm as the leader's. */
+ * start (not from inside a pass), so a standby's cache is as warm as the leader's; the local-target watches, passes. */
 function sources(
   conn: ReturnType<typeof loadKcpConnection>,
   config: ControllerConfig,
@@ -246,5 +245,6 @@ function sources(
   const sameEndpoints = (): boolean =>
     configurations.endpoints().sort().join(" ") === rules.endpoints().sort().join(" ");
   const verdicts = new VerdictStore({ client: conn.workspaceClient, logger, onChange: enqueue });
-  return { rules, configurations, sameEndpoints, verdicts };
+  const localTargets = localTargetWatchesOf({ client: conn.workspaceClient, logger, onChange: enqueue, shards: rules });
+  return { rules, configurations, sameEndpoints, verdicts, localTargets };
 }
