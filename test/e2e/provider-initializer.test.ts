@@ -16,6 +16,8 @@ import {
   CONSENT_ROLE_PATH,
   INDEX_CONSENT_NAME,
 } from "../../src/controller/initializer-plan.ts";
+import { WEBHOOK_CONFIGURATIONS_PATH } from "../../src/api/wire.ts";
+import { LOCAL_TARGETS_EXPORT_ANNOTATION, LOCAL_TARGETS_LABEL } from "../../src/controller/local-targets.ts";
 import type { RestClient } from "../../src/kcp/rest.ts";
 import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
@@ -382,4 +384,57 @@ test("local targets: a Secret and a ConfigMap an Endpoint names are protected wh
   // The consumer that declined keeps working, unprotected.
   assert.deepEqual(await tryDelete(b, `${SECRETS}/held-secret`), { allowed: true });
   assert.deepEqual(await tryDelete(b, `${CONFIGMAPS}/held-ca`), { allowed: true });
+});
+
+type Vwc = { metadata: { name: string; uid: string; annotations?: Record<string, string> } };
+const LOCAL_VWCS = `${WEBHOOK_CONFIGURATIONS_PATH}?labelSelector=${encodeURIComponent(LOCAL_TARGETS_LABEL)}`;
+
+/** Our local-target configuration in the consumer, once there (another than `not`, when given). */
+async function localConfigurationIn(consumer: RestClient, not?: string): Promise<Vwc> {
+  return waitFor(
+    "dependency-controller-local-<id> in the consumer",
+    async () => (await consumer.get<{ items: Vwc[] }>(LOCAL_VWCS)).items.find((v) => v.metadata.uid !== not),
+    { timeoutMs: 90_000, intervalMs: 300 },
+  );
+}
+
+test("local targets on events: with an hour's resync, a new consumer is protected and a deleted configuration returns", async () => {
+  await platform();
+  // Only the watches of the export's bindings and configurations can explain what follows: no resync comes.
+  await e2e.bins.controller?.proc.stop();
+  e2e.bins.controllerArgs = [...INITIALIZER_ARGS, "--resync-period=1h"];
+  await e2e.bins.startController();
+  try {
+    const vault = `${PROVIDERS}:vault-events`;
+    await createWorkspace(e2e.kcp.admin, vault, { type: "dependency-provider" });
+    const provider = (await tenant(e2e.kcp, vault, { name: "owner" })).client;
+    await apply(provider, vaultApi());
+    await grantLocalTargets(provider, file("deploy/rbac/provider-local-targets.yaml"));
+    await apply(provider, [vaultRule()]);
+    // Ready: no pass is requeued any more for the webhook's first list, so none comes by itself from here on.
+    await waitRuleReady(provider, "endpoint-credentials");
+
+    const path = "root:orgs:acme:vault-events";
+    await createWorkspace(e2e.kcp.admin, path);
+    const consumer = (await tenant(e2e.kcp, path, { name: "owner" })).client;
+    await bindVault(consumer, vault, true);
+    const installed = await localConfigurationIn(consumer);
+    const providerCluster = (await e2e.kcp.admin.get<Workspace>(`${WORKSPACES}/vault-events`)).spec?.cluster;
+    assert.equal(
+      installed.metadata.annotations?.[LOCAL_TARGETS_EXPORT_ANNOTATION],
+      `${providerCluster}/${VAULT_GROUP}`,
+    );
+    await create(consumer, ...vaultObjects());
+    await waitForProtection(consumer, `${SECRETS}/held-secret`, true);
+    assertDenied(await tryDelete(consumer, `${SECRETS}/held-secret`), /still referenced by Endpoint\/e1$/);
+
+    // The consumer deletes ours while still accepting the claim: it is back, and protects again.
+    await consumer.request("DELETE", `${WEBHOOK_CONFIGURATIONS_PATH}/${installed.metadata.name}`);
+    const again = await localConfigurationIn(consumer, installed.metadata.uid);
+    assert.equal(again.metadata.name, installed.metadata.name);
+    await waitForProtection(consumer, `${SECRETS}/held-secret`, true);
+    assertDenied(await tryDelete(consumer, `${SECRETS}/held-secret`), /still referenced by Endpoint\/e1$/);
+  } finally {
+    await restartController();
+  }
 });
