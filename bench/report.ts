@@ -4,6 +4,7 @@ import { finalizerTeardownTable } from "./finalizer-tables.ts";
 import { cpuTable, latencyTable, pageSizeTable, ratioTable } from "./latency-tables.ts";
 import { delayTable, indexMemoryTable, memoryTable, ruleTable, teardownTable } from "./phase-tables.ts";
 import { errorsOf, type BenchReport } from "./results.ts";
+import { localTargetsTable } from "./lt-kcp-table.ts";
 import { table } from "./table.ts";
 import { targetCells } from "./targets.ts";
 
@@ -19,6 +20,7 @@ export const HEADINGS = {
   delay: "5. Index delay: a write in kcp → the webhook decides with it (ms)",
   indexMemory: "6. Index memory: the webhook's RSS with many indexed dependents (index mode)",
   targets: "7. Targets",
+  localTargets: "8. Local targets on kcp: one dependent export's consumers",
 } as const;
 
 export function render(rep: BenchReport): string {
@@ -60,6 +62,7 @@ export function render(rep: BenchReport): string {
     );
   }
   if (rep.indexMemory) out.push("", HEADINGS.indexMemory, indexMemoryTable(rep.indexMemory));
+  if (rep.localTargets) out.push("", HEADINGS.localTargets, localTargetsTable(rep.localTargets));
   const targets = targetCells(rep);
   out.push("", HEADINGS.targets, table(targets.headers, targets.rows, targets.headers.length));
   out.push(

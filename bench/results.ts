@@ -5,6 +5,7 @@ import type { FinalizerTeardownRow } from "./finalizer-teardown.ts";
 import { type MachineFacts } from "./machine.ts";
 import type { IndexMemoryResult } from "./index-memory.ts";
 import type { LatencyResult } from "./latency.ts";
+import type { LocalTargetsResult } from "./lt-kcp.ts";
 import type { MemorySnapshot } from "./memory.ts";
 import type { RuleResult } from "./rule.ts";
 import type { TeardownResult } from "./teardown.ts";
@@ -27,6 +28,7 @@ export interface BenchReport {
   rule?: RuleResult[];
   memory?: MemorySnapshot[];
   indexMemory?: IndexMemoryResult;
+  localTargets?: LocalTargetsResult;
 }
 
 /** Everything that went wrong in a run (a non-empty list makes the run exit 1). */
@@ -40,5 +42,6 @@ export function errorsOf(rep: BenchReport): string[] {
     ...(rep.delay ?? []).flatMap((d) => d.errors.map((e) => `index delay lookup=${d.mode} ${d.load}: ${e}`)),
     ...(rep.rule ?? []).flatMap((r) => r.errors.map((e) => `rule lookup=${r.mode}: ${e}`)),
     ...(rep.indexMemory?.errors ?? []).map((e) => `index memory: ${e}`),
+    ...(rep.localTargets?.errors ?? []).map((e) => `local targets: ${e}`),
   ];
 }

@@ -18,6 +18,9 @@
 //   --trials=20             rule-to-protection trials per mode --rules=100   rules loaded for the memory reading
 //   --mem-workspaces=100 --mem-per-workspace=1000             index-memory: consumer workspaces and VMs in each
 //   --mem-settle-ms=10000   pause before each index-memory RSS reading
+//   --only=local-targets    (only when named) local-target protection over many consumer workspaces (bench/lt-kcp.ts):
+//   --lt-consumers=1000 --lt-declining=10   consumer workspaces binding the export, and how many decline the claim
+//   --lt-resync=10          the controller's --resync-period (s) in that phase, so steady passes come quickly
 //   --concurrency=24        POSTs in flight while creating    --out=bench/results   directory for the JSON
 //   --kcp-arg=--flag=value  extra `kcp start` flag (repeatable), e.g. a feature gate to compare against
 //   --binaries=dist|src     dist (default): compile src/ (npm run build) and run the JavaScript the image ships;
@@ -32,6 +35,7 @@ import { runFinalizerTeardown } from "./finalizer-teardown.ts";
 import { startBench, stopBench, useLookup, type BenchEnv } from "./env.ts";
 import { runIndexMemory } from "./index-memory.ts";
 import { LATENCY_NS, runLatency } from "./latency.ts";
+import { runLocalTargets } from "./lt-kcp.ts";
 import { machineFacts } from "./machine.ts";
 import { snapshot, withRules, type MemorySnapshot } from "./memory.ts";
 import { notesFor, otherKcps } from "./notes.ts";
@@ -63,6 +67,12 @@ async function teardownPhases(env: BenchEnv, report: BenchReport): Promise<void>
       timeoutMs,
       mode: modes.includes("index") ? "index" : modes[0]!,
     });
+}
+
+/** Table 8: local targets over `--lt-consumers` consumer workspaces (named in --only only). */
+function localTargetsPhase(env: BenchEnv): ReturnType<typeof runLocalTargets> {
+  const [consumers, declining, resyncS] = [int("lt-consumers"), int("lt-declining"), int("lt-resync")];
+  return runLocalTargets(env, { consumers, declining, resyncS, concurrency, timeoutMs: 1_800_000 });
 }
 
 async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
@@ -111,6 +121,7 @@ async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
     await removeRules();
     report.memory = memory;
   }
+  if (only.has("local-targets")) report.localTargets = await localTargetsPhase(env);
   // Last: it leaves its workspaces and dependents behind (the run ends with kcp).
   if (only.has("index-memory") && modes.includes("index")) {
     report.indexMemory = await runIndexMemory(env, {
