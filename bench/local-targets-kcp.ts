@@ -22,6 +22,11 @@ export interface ApplyCounts {
   refused: number;
 }
 
+/** kcp v0.30.0's answer (its Status message) from a deleted export's virtual workspace. */
+const EXPORT_NOT_FOUND =
+  'Internal Server Error: "/services/apiexport/p/vault.test.io/clusters/*/apis/apis.kcp.io/v1alpha2/apibindings": ' +
+  'API export not found: apiexport.apis.kcp.io "vault.test.io" not found';
+
 export class ExportConsumers {
   /** consumer logical cluster → whether it accepted the validatingwebhookconfigurations claim. */
   readonly consumers = new Map<LogicalClusterName, boolean>();
@@ -30,6 +35,11 @@ export class ExportConsumers {
   private version = 1;
   /** The export, or the provider's grant on it, is gone: its virtual workspace answers 403 to everything. */
   gone = false;
+  /**
+   * The export is deleted: kcp v0.30.0's virtual workspace answers 500 "API export not found" to everything (seen on
+   * kcp by bench/lt-kcp.ts).
+   */
+  exportDeleted = false;
 
   /** The view one pass reads: every binding, and our configurations where the claim is accepted (parsed afresh). */
   view(): ExportView {
@@ -74,6 +84,8 @@ export class ExportConsumers {
       request: <T>(method: string, path: string, opts?: { body?: unknown }): Promise<T> => {
         const fail = (status: number) => Promise.reject(new ApiError(method, path, status, "", "refused"));
         if (this.gone) return fail(403);
+        if (this.exportDeleted)
+          return Promise.reject(new ApiError(method, path, 500, "Internal Server Error", EXPORT_NOT_FOUND));
         if (cluster === "*" && method === "GET") return Promise.resolve(this.list(path) as T);
         if (cluster === "*") return fail(405);
         const name = path.slice(WEBHOOK_CONFIGURATIONS_PATH.length + 1);

@@ -13,6 +13,7 @@ import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import {
   acceptedWebhookClaim,
   coverageOf,
+  exportGone,
   exportId,
   exportKey,
   LOCAL_TARGETS_LABEL,
@@ -182,7 +183,7 @@ export class LocalTargets {
           { export: `${e.cluster}/${e.exportName}`, err: String(err) },
           "cannot read local targets",
         );
-        const gone = isApiError(err, 403) || isApiError(err, 404);
+        const gone = isApiError(err) && exportGone(err.status, err.statusMessage);
         return {
           kind: "unreadable",
           forbidden: isApiError(err, 403),

@@ -53,7 +53,7 @@ export function exportsToVisit(sets: readonly LocalTargetSet[], recorded: readon
 /**
  * How pruning an export without rules went: `pruned` (the view lists none of our configurations any more), `left`
  * (a write failed, or the read failed for a reason that may pass: visit again), or `gone` (the export's virtual
- * workspace answers 403 or 404: the export or the provider's grant is gone, so the controller can reach none of
+ * workspace answers as exportGone says: the export or the provider's grant is gone, so the controller can reach none of
  * them again; what is left stays until each consumer deletes it).
  */
 export type PruneOutcome = "pruned" | "left" | "gone";

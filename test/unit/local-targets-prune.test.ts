@@ -101,6 +101,32 @@ describe("local targets: pruning through the controller's sync (consumers played
     assert.equal(kcp.count(), 8, "the controller can reach none of them; each consumer may delete its own");
   });
 
+  it("forgets an export kcp deleted (its virtual workspace answers 500 API export not found), not one that fails", async () => {
+    const { kcp, record, sync } = world();
+    await sync(rules(1));
+    kcp.exportDeleted = true;
+    await sync(rules(1));
+    assert.equal(record.exports.length, 1, "the rule still names it: kept");
+    await sync([]);
+    assert.deepEqual(record.exports, [], "not visited (and warned about) on every pass forever");
+    assert.equal(kcp.count(), 8);
+  });
+
+  it("keeps an export whose virtual workspace fails otherwise (a 500 that may pass), and prunes it later", async () => {
+    const { kcp, record, sync } = world();
+    await sync(rules(1));
+    const client = kcp.client.bind(kcp);
+    kcp.client = () => ({
+      request: (method, path) => Promise.reject(new ApiError(method, path, 500, "Internal Server Error", "etcd")),
+    });
+    await sync([]);
+    assert.equal(record.exports.length, 1);
+    kcp.client = client;
+    await sync([]);
+    assert.deepEqual(record.exports, []);
+    assert.equal(kcp.count(), 0);
+  });
+
   it("leaves a consumer that declined after accepting with its configuration (the view no longer lists it)", async () => {
     const { kcp, sync } = world();
     await sync(rules(1));
