@@ -16,10 +16,10 @@ export function localTargetsTable(r: LocalTargetsResult): string {
     `${s.writes.create}/${s.writes.update}/${s.writes.delete}`,
     kcpCell(s.kcp, "LIST"),
     kcpCell(s.kcp, "WATCH"),
-    ["CREATE", "UPDATE", "DELETE"].map((v) => kcpCell(s.kcp, v)).join(" | "),
+    ["POST", "PUT", "DELETE"].map((v) => kcpCell(s.kcp, v)).join(" | "),
     String(s.vwcs),
   ]);
-  const head = ["step", "s", "passes", "writes c/u/d", "kcp LIST", "kcp WATCH", "kcp CREATE | UPDATE | DELETE", "VWCs"];
+  const head = ["step", "s", "passes", "writes c/u/d", "kcp LIST", "kcp WATCH", "kcp POST | PUT | DELETE", "VWCs"];
   const mem = r.memory.map(
     (m) =>
       `  ${m.at}: controller RSS ${f(m.controllerRssMiB ?? NaN)} MiB, webhook RSS ${f(m.webhookRssMiB ?? NaN)} MiB, ` +
@@ -38,6 +38,7 @@ export function localTargetsTable(r: LocalTargetsResult): string {
           `export deleted: virtual workspace answers bindings "${gone.bindings}", configurations "${gone.vwcs}"`,
           `  controller over ${gone.passes} passes: ${gone.readErrors} read errors, ` +
             `${gone.controllerRunning ? "still running (same pid)" : "NOT running or restarted"}; rule: ${gone.condition}`,
+          `  then the rule deleted too: ${gone.readErrorsAfterRuleDeleted} read errors over 2 more passes`,
           ...gone.log.map((l) => `  log: ${l.slice(0, 200)}`),
         ]
       : []),

@@ -61,6 +61,8 @@ export interface LocalTargetsResult {
     controllerRunning: boolean;
     /** The rule's LocalTargetsProtected condition then. */
     condition: string;
+    /** Read errors over 2 passes after the rule too is deleted (and one pass to settle): 0 once the export is forgotten. */
+    readErrorsAfterRuleDeleted: number;
     log: string[];
   };
   errors: string[];
@@ -214,9 +216,23 @@ async function exportDeleted(env: BenchEnv, world: LtWorld, res: LocalTargetsRes
     readErrors: errs(after) - errs(before),
     controllerRunning: env.bins.controller?.proc.running === true && env.bins.controller.proc.pid === pid,
     condition: cond ? `${cond.status}: ${cond.message ?? ""}` : "none",
+    readErrorsAfterRuleDeleted: await readErrorsOnceRuleDeleted(env),
     log: (env.bins.controller?.proc.logTail(200) ?? "")
       .split("\n")
       .filter((l) => /local targets|local-target/.test(l))
       .slice(-3),
   };
+}
+
+/** Deletes the rule of the deleted export, lets one pass visit it, then counts read errors over two more passes. */
+async function readErrorsOnceRuleDeleted(env: BenchEnv): Promise<number> {
+  await env.kcp.ws(LT_PROVIDER).request("DELETE", RULE_PATH);
+  await passes(env, 2, 300_000);
+  const errs = async () =>
+    metricValue(await scrapeBinary(env.bins.controller?.healthUrl), "dependency_controller_errors_total", {
+      reason: "local_targets_read",
+    });
+  const before = await errs();
+  await passes(env, 2, 300_000);
+  return (await errs()) - before;
 }
