@@ -12,11 +12,11 @@ import https from "node:https";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { join } from "node:path";
-import { Registry, collectDefaultMetrics } from "prom-client";
+import { Registry } from "prom-client";
 import { createLogger } from "../src/observability/logger.ts";
 import { createAdmissionHandler, type AdmissionHandler } from "../src/webhook/deletion/handler.ts";
 import { DependentsIndex } from "../src/webhook/deletion/index/index.ts";
-import { createWebhookMetrics } from "../src/webhook/metrics.ts";
+import { createWebhookMetrics, processMetrics } from "../src/webhook/metrics.ts";
 import { buildRegistry } from "../src/webhook/rules/registry.ts";
 import { createOpenRequests, startWebhookServer } from "../src/webhook/http/server.ts";
 import { fakeWatches, vmObject } from "../test/unit/index-fake-watch.ts";
@@ -75,7 +75,7 @@ function measured(handler: AdmissionHandler, cpu: ServerCpu): AdmissionHandler {
 async function startReal(dir: string, o: ServeOptions, cpu: ServerCpu) {
   const logger = createLogger("webhook");
   const metricsRegistry = new Registry();
-  collectDefaultMetrics({ register: metricsRegistry });
+  processMetrics(metricsRegistry);
   const metrics = createWebhookMetrics(metricsRegistry);
   const { registry, index } = indexHolding(o.dependents, logger);
   const handler = createAdmissionHandler({

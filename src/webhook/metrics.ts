@@ -1,5 +1,5 @@
 // Prometheus metrics of the webhook, registered on a passed-in Registry (never the global one) so tests stay isolated.
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from "prom-client";
 import { outcomeOf, type Decision } from "./admission.ts";
 
 // The rule source's per-endpoint (per-shard) gauge, apart so a test can register it on its own.
@@ -23,6 +23,19 @@ export function ruleEndpointMetrics(registers: Registry[]): RuleEndpointMetrics 
   };
 }
 
+/**
+ * How often the process metrics' event-loop delay monitor (nodejs_eventloop_lag_*) samples. prom-client's default,
+ * 10 ms, is a timer firing 100 times a second, which cost the idle webhook 33 µs of CPU per 10 ms here: at kcp's pace
+ * of about one review per 10 ms, as much as a fifth of the review's own cost (bench/README.md). 100 ms costs 4 µs, and
+ * a stall of the event loop still shows as a late sample.
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
+/** Node's process metrics (CPU, memory, handles, event-loop delay, GC), registered on `registry`. */
+export function processMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+}
+
 export interface WebhookMetrics extends RuleEndpointMetrics {
   /** Every HTTP response, by the code it carries (a review's own status code, or the transport's refusal). */
   responses: Counter<"code">;
@@ -38,7 +51,11 @@ export interface WebhookMetrics extends RuleEndpointMetrics {
   /** The label value for a rule: its key for the first MAX_RULE_LABELS rules seen, then "other" (bounded series). */
   ruleLabel(rule: string): string;
   decisionSeconds: Histogram<"outcome">;
+  /** Observes one decision's time in `decisionSeconds` (plain numbers, handed to it when it is read). */
+  decisionTimes: Observations<"outcome">;
   lookupSeconds: Histogram<"result">;
+  /** Observes one lookup's time in `lookupSeconds`, likewise. */
+  lookupTimes: Observations<"result">;
   lookupErrors: Counter;
   registryRules: Gauge;
   registryEntries: Gauge;
@@ -47,6 +64,8 @@ export interface WebhookMetrics extends RuleEndpointMetrics {
   certificateReloads: Counter<"result">;
   /** Bytes of request bodies received and held now, against the budget shared by all requests. */
   bodyBytesHeld: Gauge;
+  /** Where `bodyBytesHeld` reads the bytes held when it is scraped (the server's body budget). */
+  readBodyBytesFrom(held: () => number): void;
   /** Connections open, handshakes included, against the connection cap. */
   connectionsOpen: Gauge;
 }
@@ -99,10 +118,59 @@ export class Tally<L extends string> {
   }
 }
 
+/** Observations waiting at most before they are handed to their histogram, whether or not it is read. */
+export const MAX_PENDING_OBSERVATIONS = 1024;
+
+/**
+ * Observations of a histogram kept as plain numbers, by the value of its one label, and handed to it in one batch when
+ * it is read (its `collect`) or once MAX_PENDING_OBSERVATIONS wait: a review pays an array push, not prom-client's
+ * label validation, hashing and bucket search, which at kcp's pace (a review every few ms, the code cold each time)
+ * cost more than the same work done a thousand at a time. Same series and values at every scrape.
+ */
+export class Observations<L extends string> {
+  private readonly pending = new Map<string, { labels: Partial<Record<L, string>>; values: number[] }>();
+  private waiting = 0;
+  private readonly labelsOf: (key: string) => Partial<Record<L, string>>;
+  private target: Histogram<L> | undefined;
+
+  /** `labelsOf` gives the labels of a key (the label's value), read once per key. */
+  constructor(labelsOf: (key: string) => Partial<Record<L, string>>) {
+    this.labelsOf = labelsOf;
+  }
+
+  /** The histogram the observations go to; returns it. */
+  into(histogram: Histogram<L>): Histogram<L> {
+    this.target = histogram;
+    return histogram;
+  }
+
+  /** Observes `seconds` in the series `key` names. */
+  observe(key: string, seconds: number): void {
+    const p = this.pending.get(key);
+    if (p) p.values.push(seconds);
+    else this.pending.set(key, { labels: this.labelsOf(key), values: [seconds] });
+    if (++this.waiting >= MAX_PENDING_OBSERVATIONS) this.flush();
+  }
+
+  /** Hands the waiting observations to the histogram (called from its collect). */
+  flush(): void {
+    const histogram = this.target;
+    if (!histogram || this.waiting === 0) return;
+    for (const p of this.pending.values()) {
+      for (const v of p.values) histogram.observe(p.labels, v);
+      p.values.length = 0;
+    }
+    this.waiting = 0;
+  }
+}
+
 /** What the HTTP layer counts: refusals before any decision, every response by code, certificate reloads, body bytes and connections held. */
 function transportMetrics(registers: Registers) {
   const responseTally = new Tally<"code">();
+  // Read when scraped rather than set as bytes come and go: three gauge updates a review otherwise.
+  let bodyBytes: (() => number) | undefined;
   return {
+    readBodyBytesFrom: (held: () => number) => void (bodyBytes = held),
     countResponse: (code: number) => responseTally.add(String(code), () => ({ code: String(code) })),
     refusals: new Counter({
       name: "dependency_webhook_refusals_total",
@@ -129,6 +197,9 @@ function transportMetrics(registers: Registers) {
       name: "dependency_webhook_body_bytes_held",
       help: "Bytes of request bodies received and not yet released, against the budget all requests share (16 MiB).",
       registers,
+      collect() {
+        if (bodyBytes) this.set(bodyBytes());
+      },
     }),
     connectionsOpen: new Gauge({
       name: "dependency_webhook_connections_open",
@@ -160,8 +231,12 @@ function ruleMetrics(registers: Registers): Pick<WebhookMetrics, "ruleDecisions"
 /** DELETE decisions and the lookups behind them. */
 function decisionMetrics(registers: Registers) {
   const decisionTally = new Tally<"outcome" | "reason">();
+  const decisionTimes = new Observations<"outcome">((outcome) => ({ outcome }));
+  const lookupTimes = new Observations<"result">((result) => ({ result }));
   return {
     decisionTally,
+    decisionTimes,
+    lookupTimes,
     decisions: new Counter({
       name: "dependency_webhook_decisions_total",
       help: "DELETE admission decisions by outcome (allowed, denied, errored) and reason.",
@@ -171,20 +246,30 @@ function decisionMetrics(registers: Registers) {
         decisionTally.flush(this);
       },
     }),
-    decisionSeconds: new Histogram({
-      name: "dependency_webhook_decision_duration_seconds",
-      help: "Time to decide one admission review, lookups included.",
-      labelNames: ["outcome"] as const,
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
-    }),
-    lookupSeconds: new Histogram({
-      name: "dependency_webhook_lookup_duration_seconds",
-      help: "Time to list one dependent type in a consumer workspace.",
-      labelNames: ["result"] as const,
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
-    }),
+    decisionSeconds: decisionTimes.into(
+      new Histogram({
+        name: "dependency_webhook_decision_duration_seconds",
+        help: "Time to decide one admission review, lookups included.",
+        labelNames: ["outcome"] as const,
+        buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+        registers,
+        collect() {
+          decisionTimes.flush();
+        },
+      }),
+    ),
+    lookupSeconds: lookupTimes.into(
+      new Histogram({
+        name: "dependency_webhook_lookup_duration_seconds",
+        help: "Time to list one dependent type in a consumer workspace.",
+        labelNames: ["result"] as const,
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+        registers,
+        collect() {
+          lookupTimes.flush();
+        },
+      }),
+    ),
     lookupErrors: new Counter({
       name: "dependency_webhook_lookup_errors_total",
       help: "Dependent lookups that failed (anything but 404); each one denies the DELETE.",

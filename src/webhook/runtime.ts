@@ -1,6 +1,6 @@
 // The webhook as a running thing: the rule source (DependencyRules through the dep-ctrl export's virtual workspace,
 // resolved into the registry), the DELETE and rule admission handlers, the HTTPS server and the health port.
-import { Registry, collectDefaultMetrics } from "prom-client";
+import { Registry } from "prom-client";
 import type { Logger } from "pino";
 import type { DependencyRule } from "../api/types.ts";
 import { DEPENDENCY_RULES_PATH } from "../api/wire.ts";
@@ -24,7 +24,7 @@ import type { IndexBudget } from "./deletion/index/budget.ts";
 import { finderFor } from "./deletion/hybrid.ts";
 import type { LookupMode } from "./deletion/protection.ts";
 import type { RuleRegistry } from "./rules/registry.ts";
-import { createWebhookMetrics, type WebhookMetrics } from "./metrics.ts";
+import { createWebhookMetrics, processMetrics, type WebhookMetrics } from "./metrics.ts";
 import { createRuleAdmissionHandler } from "./rules/rule-admission.ts";
 import { RuleSource } from "./rules/source.ts";
 import { createOpenRequests, startWebhookServer, type TransportLimits } from "./http/server.ts";
@@ -76,7 +76,7 @@ export async function startWebhook(flags: WebhookConfig, logger: Logger): Promis
     if (urls.length === 0) logger.warn(NO_ENDPOINTS_HINT);
 
     const metricsRegistry = new Registry();
-    collectDefaultMetrics({ register: metricsRegistry });
+    processMetrics(metricsRegistry);
     const metrics = createWebhookMetrics(metricsRegistry);
     const resolver = new WorkspaceResolver({ base: conn.base });
     const lookupBase = flags.kcpBaseUrl ? conn.base.withBase(flags.kcpBaseUrl) : conn.base;

@@ -30,12 +30,9 @@ export class BodyBudget {
   private total = 0;
   /** Requests still receiving, the ones room can be taken from. */
   private readonly receiving = new Set<Holder>();
-  private readonly onChange: (held: number) => void;
 
-  /** `onChange` hears the bytes held after every change (e.g. a gauge). */
-  constructor(max: number, onChange: (held: number) => void = () => undefined) {
+  constructor(max: number) {
     this.max = max;
-    this.onChange = onChange;
   }
 
   /** Bytes held now, over all requests. */
@@ -71,7 +68,6 @@ export class BodyBudget {
     }
     h.bytes += n;
     this.total += n;
-    this.onChange(this.total);
     return true;
   }
 
@@ -88,6 +84,5 @@ export class BodyBudget {
     this.receiving.delete(h);
     this.total -= h.bytes;
     h.bytes = 0;
-    this.onChange(this.total);
   }
 }

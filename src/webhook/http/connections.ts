@@ -73,15 +73,15 @@ export class Connections {
     this.watch(c, this.limits.idleMs);
   }
 
-  /** A request arrived on the (TLS) socket: its connection is no longer silent. */
-  requested(socket: Socket): void {
+  /**
+   * A request arrived on the (TLS) socket: its connection is no longer silent. Returns whether that connection was
+   * let in past the cap: its requests are refused.
+   */
+  requested(socket: Socket): boolean {
     const c = this.byPeer.get(peerOf(socket));
-    if (c) this.silent.delete(c);
-  }
-
-  /** Whether the connection under this socket was let in past the cap: its requests are refused. */
-  isOverCapacity(socket: Socket): boolean {
-    return this.byPeer.get(peerOf(socket))?.overCapacity ?? false;
+    if (!c) return false;
+    this.silent.delete(c);
+    return c.overCapacity;
   }
 
   /** Closes a silent connection `after` ms from now if the cap is near by then, or once it has been silent too long. */

@@ -213,10 +213,11 @@ const NO_ROOM = "the webhook is receiving too many request bodies at once, retry
 const PREEMPTED =
   "the webhook needed room for other requests, and this body held the most of the bytes received at once: retry";
 
-/** What the server tells of its limits as they are used: body bytes held, connections open and closed as silent. */
-export interface CapacityHooks extends ConnectionHooks {
-  bodyBytes?: (held: number) => void;
-}
+/**
+ * What the server tells of its limits as they are used: connections open and closed as silent. The body bytes held
+ * are read from `budget.held` when the metrics are scraped.
+ */
+export type CapacityHooks = ConnectionHooks;
 
 /** The server's use of its limits: open connections, body bytes held, and the two review pools. */
 export class Capacity {
@@ -234,7 +235,7 @@ export class Capacity {
     const idleMs = limits.connectionIdleMs;
     const maxIdleMs = Math.max(idleMs, CONNECTION_MAX_IDLE_MS);
     this.connections = new Connections({ max: limits.maxConnections, idleMs, maxIdleMs }, clock, hooks);
-    this.budget = new BodyBudget(limits.maxBufferedBodyBytes, hooks.bodyBytes);
+    this.budget = new BodyBudget(limits.maxBufferedBodyBytes);
     const queue = { maxQueued: limits.maxQueuedReviews, maxWaitMs: QUEUE_WAIT_MS };
     this.deletes = new ReviewPool({ slots: limits.maxConcurrentReviews, ...queue }, clock);
     this.rules = new ReviewPool({ slots: limits.maxConcurrentRuleReviews, ...queue }, clock);

@@ -40,46 +40,70 @@ export function createOpenRequests(registry?: Registry): OpenRequests {
         for (const { pool, stage, open } of o.series.values()) this.set({ origin, pool, stage }, open);
     },
   });
-  const enter = (label: string) => {
-    const o: Origin = origins.get(label) ?? { refs: 0, series: new Map() };
+  /** The origin `address` counts under (its own, or "other" past the cap), with one more request open. */
+  const enter = (address: string): [string, Origin] => {
+    let o = origins.get(address);
+    let label = address;
+    if (!o) {
+      // "other" does not count towards the origins that have their own series.
+      const own = origins.size - (origins.has("other") ? 1 : 0);
+      if (own >= MAX_ORIGIN_LABELS) label = "other";
+      o = origins.get(label) ?? { refs: 0, series: new Map() };
+      origins.set(label, o);
+    }
     o.refs++;
-    origins.set(label, o);
-    return o;
-  };
-  const originOf = (address: string) => {
-    // "other" does not count towards the origins that have their own series.
-    const own = origins.size - (origins.has("other") ? 1 : 0);
-    const label = !origins.has(address) && own >= MAX_ORIGIN_LABELS ? "other" : address;
-    return { label, o: enter(label) };
+    return [label, o];
   };
   return {
     begin(remoteAddress, pool) {
       const address = remoteAddress ?? "unknown";
-      const { label, o } = originOf(address.startsWith("::ffff:") ? address.slice(7) : address);
-      // The series keys of this pool, built once (a request moves through up to three stages).
-      const keys = SERIES_KEYS[pool];
-      let current: Stage | undefined;
-      const move = (next: Stage | undefined): void => {
-        if (current) (o.series.get(keys[current]) as { open: number }).open--;
-        if (next) {
-          const s = o.series.get(keys[next]);
-          if (s) s.open++;
-          else o.series.set(keys[next], { pool, stage: next, open: 1 });
-        }
-        current = next;
-      };
-      let ended = false;
-      return {
-        stage: (stage) => !ended && move(stage),
-        end() {
-          if (ended) return;
-          ended = true;
-          move(undefined);
-          if (--o.refs === 0 && label !== "other") origins.delete(label);
-        },
-      };
+      const [label, o] = enter(address.startsWith("::ffff:") ? address.slice(7) : address);
+      return new Tracked(origins, label, o, pool);
     },
   };
+}
+
+/** One request's place in its origin's series: a class, not closures, as it is made once per review. */
+class Tracked implements OpenRequest {
+  private current: Stage | undefined;
+  private ended = false;
+  private readonly origins: Map<string, Origin>;
+  private readonly label: string;
+  private readonly origin: Origin;
+  private readonly pool: PoolName;
+  /** The series keys of this pool, built once (a request moves through up to three stages). */
+  private readonly keys: Record<Stage, string>;
+
+  constructor(origins: Map<string, Origin>, label: string, origin: Origin, pool: PoolName) {
+    this.origins = origins;
+    this.label = label;
+    this.origin = origin;
+    this.pool = pool;
+    this.keys = SERIES_KEYS[pool];
+  }
+
+  stage(stage: Stage): void {
+    if (!this.ended) this.move(stage);
+  }
+
+  /** Leaves the stage it is in, and the origin: which loses its series with its last open request. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.move(undefined);
+    if (--this.origin.refs === 0 && this.label !== "other") this.origins.delete(this.label);
+  }
+
+  private move(next: Stage | undefined): void {
+    const series = this.origin.series;
+    if (this.current) (series.get(this.keys[this.current]) as { open: number }).open--;
+    if (next) {
+      const s = series.get(this.keys[next]);
+      if (s) s.open++;
+      else series.set(this.keys[next], { pool: this.pool, stage: next, open: 1 });
+    }
+    this.current = next;
+  }
 }
 
 const seriesKeys = (pool: PoolName): Record<Stage, string> => ({

@@ -25,11 +25,14 @@ export class ReviewPool {
     this.slots = limits.slots;
   }
 
-  /** Takes a slot now, or queues for one; `onQueued` is called when it has to wait. Give a slot back with release. */
-  acquire(onQueued?: () => void): Promise<true | NoSlot> {
+  /**
+   * Takes a slot now (true, at once: no promise to wait on when one is free), or queues for one; `onQueued` is called
+   * when it has to wait. Give a slot back with release.
+   */
+  acquire(onQueued?: () => void): true | Promise<true | NoSlot> {
     if (this.busy < this.limits.slots) {
       this.busy++;
-      return Promise.resolve(true);
+      return true;
     }
     if (this.waiting.size >= this.limits.maxQueued) return Promise.resolve("queue-full");
     onQueued?.();

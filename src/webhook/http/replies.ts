@@ -3,7 +3,8 @@
 import type http from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { statusBody } from "./review.ts";
+import type { Decision } from "../admission.ts";
+import { reviewReplyText, statusBody } from "./review.ts";
 
 const REASONS: Record<number, string> = {
   400: "BadRequest",
@@ -18,8 +19,8 @@ const REASONS: Record<number, string> = {
 };
 
 export interface Replies {
-  /** Sends `body` as JSON; counted by the review's own status code when it is an AdmissionReview, else `status`. */
-  json(res: http.ServerResponse, status: number, body: unknown): void;
+  /** Sends the AdmissionReview answering `uid` with `decision` (HTTP 200), counted by the decision's own code. */
+  review(res: http.ServerResponse, uid: string, decision: Decision): void;
   /** Sends a Status error with `code` and `message`. */
   status(res: http.ServerResponse, code: number, message: string): void;
   /** Turns a request away without reading its body: the reply goes out, the rest of the upload is discarded. */
@@ -28,15 +29,15 @@ export interface Replies {
 
 /** The replies of one server; `count` is called once per response with the code it carries. */
 export function createReplies(count: (code: number) => void): Replies {
-  const json = (res: http.ServerResponse, status: number, body: unknown): void => {
+  const send = (res: http.ServerResponse, status: number, counted: number, text: string): void => {
     if (res.headersSent) return;
-    const review = (body as { response?: { allowed?: boolean; status?: { code?: number } } }).response;
-    count(review ? (review.allowed ? 200 : (review.status?.code ?? 500)) : status);
-    const text = JSON.stringify(body);
+    count(counted);
     res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
   };
+  const review = (res: http.ServerResponse, uid: string, decision: Decision): void =>
+    send(res, 200, decision.allowed ? 200 : decision.code, reviewReplyText(uid, decision));
   const status = (res: http.ServerResponse, code: number, message: string): void =>
-    json(res, code, statusBody(code, REASONS[code] ?? "Unknown", message));
+    send(res, code, code, JSON.stringify(statusBody(code, REASONS[code] ?? "Unknown", message)));
   const refuse = (req: http.IncomingMessage, res: http.ServerResponse, code: number, message: string): void => {
     res.setHeader("connection", "close");
     if (code === 429) res.setHeader("retry-after", "1");
@@ -48,7 +49,7 @@ export function createReplies(count: (code: number) => void): Replies {
     if (code === 413) res.once("finish", () => socket?.destroy());
     else req.resume();
   };
-  return { json, status, refuse };
+  return { review, status, refuse };
 }
 
 /** Answers a request Node's HTTP parser rejected (malformed, or not received in time) and closes the socket. */

@@ -14,7 +14,7 @@ import { BodyError, readBody, type Capacity, type ReceivedBody, type Refusal, ty
 import { countDecision, type WebhookMetrics } from "../metrics.ts";
 import type { OpenRequest, OpenRequests } from "./origins.ts";
 import type { Replies } from "./replies.ts";
-import { parseReview, reviewReply } from "./review.ts";
+import { parseReview } from "./review.ts";
 import { VALIDATE_RULES_ROUTE } from "../../api/wire.ts";
 import { LEGACY_ROUTE_DISABLED, route, type Route } from "./routes.ts";
 
@@ -61,7 +61,7 @@ function transportChecks(deps: RequestDeps): (req: http.IncomingMessage, res: ht
   const routeOf = memoized((url) => route(url, { legacyValidateRoute: deps.legacyValidateRoute }));
   let legacyWarned = false;
   return (req, res) => {
-    if (capacity.connections.isOverCapacity(req.socket)) {
+    if (capacity.connections.requested(req.socket)) {
       refused("too-many-connections");
       const message = `the webhook has ${capacity.connections.max} connections open, retry in a second`;
       return replies.refuse(req, res, 429, message);
@@ -84,7 +84,9 @@ function transportChecks(deps: RequestDeps): (req: http.IncomingMessage, res: ht
       return replies.refuse(req, res, 404, `no handler for ${VALIDATE_RULES_ROUTE}: rule checks are off`);
     if (req.method !== "POST")
       return replies.refuse(req, res, 405, `method ${String(clip(req.method))} not allowed: POST an AdmissionReview`);
-    const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+    const given = req.headers["content-type"];
+    // kcp sends exactly this; anything else is read as a media type with parameters.
+    const type = given === "application/json" ? given : (given ?? "").split(";")[0]?.trim().toLowerCase();
     if (type !== "application/json") {
       const message = `content type ${JSON.stringify(clip(type ?? ""))} not supported: want application/json`;
       return replies.refuse(req, res, 415, message);
@@ -146,7 +148,8 @@ async function inSlot(
   received: ReceivedBody,
 ): Promise<void> {
   const pool = r.rules ? deps.capacity.rules : deps.capacity.deletes;
-  const slot = await pool.acquire(() => open.stage("queued"));
+  const free = pool.acquire(() => open.stage("queued"));
+  const slot = free === true ? free : await free;
   received.release();
   if (slot !== true) {
     deps.refused(r.rules ? "too-many-rule-reviews" : "too-many-reviews");
@@ -188,7 +191,7 @@ async function review(deps: RequestDeps, res: http.ServerResponse, r: Served, ra
   const uid = parsed.ok ? parsed.request.uid : parsed.uid;
   // Without a uid there is no review to answer: an HTTP error with the same message.
   if (uid === undefined) return replies.status(res, 400, parsed.ok ? "" : parsed.message);
-  replies.json(res, 200, reviewReply(uid, decision));
+  replies.review(res, uid, decision);
 }
 
 /** The handler's decision for the route; the handlers do not throw by design, and if one does, it is a denial. */

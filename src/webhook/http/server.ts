@@ -2,7 +2,6 @@
 // /validate-rules and, when enabled, at the legacy /validate (routes.ts), with a certificate reloaded
 // when its files change. Each request goes through requests.ts within the limits of limits.ts, answered through
 // replies.ts, the caller checked by authenticate.ts.
-import type http from "node:http";
 import https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import type { Logger } from "pino";
@@ -161,11 +160,12 @@ function capacityOf(
     maxBufferedBodyBytes: opts.maxBufferedBodyBytes ?? MAX_BUFFERED_BODY_BYTES,
     connectionIdleMs: opts.connectionIdleMs ?? CONNECTION_IDLE_MS,
   };
-  return new Capacity({ ...limits, ...budgets }, clock, {
-    bodyBytes: (held) => opts.metrics.bodyBytesHeld.set(held),
+  const capacity = new Capacity({ ...limits, ...budgets }, clock, {
     open: (n) => opts.metrics.connectionsOpen.set(n),
     closedIdle: () => refused("connection-idle"),
   });
+  opts.metrics.readBodyBytesFrom(() => capacity.budget.held);
+  return capacity;
 }
 
 function tlsOptions(opts: WebhookServerOptions, pair: KeyPair) {
@@ -220,12 +220,12 @@ function createServer(
 }
 
 /**
- * Counts connections against the cap from the TCP accept, and which of them have sent a request (connections.ts);
- * past twice the cap they are dropped before the handshake costs anything.
+ * Counts connections against the cap from the TCP accept (connections.ts); past twice the cap they are dropped before
+ * the handshake costs anything.
  */
 function watchConnections(server: https.Server, capacity: Capacity, refused: (reason: Refusal) => void): void {
+  // Each request marks its connection as no longer silent first thing (requests.ts).
   server.on("connection", (socket: Socket) => capacity.connections.accepted(socket));
-  server.on("request", (req: http.IncomingMessage) => capacity.connections.requested(req.socket));
   server.maxConnections = 2 * capacity.connections.max;
   server.on("drop", () => refused("connection-dropped"));
 }
