@@ -129,7 +129,7 @@ export const MAX_PENDING_OBSERVATIONS = 1024;
  */
 export class Observations<L extends string> {
   private readonly pending = new Map<string, { labels: Partial<Record<L, string>>; values: number[] }>();
-  private waiting = 0;
+  private count = 0;
   private readonly labelsOf: (key: string) => Partial<Record<L, string>>;
   private target: Histogram<L> | undefined;
 
@@ -149,18 +149,23 @@ export class Observations<L extends string> {
     const p = this.pending.get(key);
     if (p) p.values.push(seconds);
     else this.pending.set(key, { labels: this.labelsOf(key), values: [seconds] });
-    if (++this.waiting >= MAX_PENDING_OBSERVATIONS) this.flush();
+    ++this.count;
   }
 
   /** Hands the waiting observations to the histogram (called from its collect). */
   flush(): void {
     const histogram = this.target;
-    if (!histogram || this.waiting === 0) return;
+    if (!histogram || this.count === 0) return;
     for (const p of this.pending.values()) {
       for (const v of p.values) histogram.observe(p.labels, v);
       p.values.length = 0;
     }
-    this.waiting = 0;
+    this.count = 0;
+  }
+
+  /** Observations not yet handed to the histogram. */
+  get waiting(): number {
+    return this.count;
   }
 }
 
