@@ -6,6 +6,8 @@
 // Prints the server's CPU per review (process.cpuUsage deltas / N, several runs: min / median / max), with --split
 // divided into the decision (the handler, from its call to its answer) and the rest (TLS, HTTP, body, JSON, envelope,
 // metrics, reply); the split's own process.cpuUsage() calls cost about 20 µs a review, so totals are read without it.
+// "idle per 10 ms" is the server's CPU over 2 s with nothing arriving, per 10 ms: what a paced review's figure
+// includes that is not the review's (timers, metrics, GC).
 // A benchmark, not a test: nothing asserts a time.
 //
 //   --n=2000 reviews per run   --runs=5   --warmup=1000   --kinds=allowed,denied   --floor   --dependents=1   --split
@@ -137,14 +139,23 @@ async function run(c: Client, server: Server, kind: Kind, n: number, wait = pace
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? NaN;
 
-function row(kind: Kind, tree: string, runs: Run[]): string[] {
+/** The server's CPU while nothing arrives, per 10 ms (about kcp's pace in the bench): timers, metrics, GC. */
+async function idleMicrosPer10ms(server: Server, ms = 2000): Promise<number> {
+  const before = await server.cpu();
+  await delay(ms);
+  const after = await server.cpu();
+  return ((after.user + after.system - before.user - before.system) * 10) / ms;
+}
+
+function row(kind: Kind, tree: string, runs: Run[], idle: number): string[] {
   const totals = runs.map((r) => r.totalMicros);
   const decision = values.split ? median(runs.map((r) => r.decisionMicros)) : NaN;
   const f = (v: number) => (Number.isFinite(v) ? v.toFixed(0) : "–");
   const fields = [Math.min(...totals), median(totals), Math.max(...totals)].map(f).join(" / ");
   const system = f(median(runs.map((r) => r.systemMicros)));
   const split = kind === "floor" ? ["–", "–"] : [f(decision), f(median(totals) - decision)];
-  return [kind, tree, fields, system, ...split, String(runs.reduce((a, r) => a + r.newSockets, 0))];
+  const sockets = String(runs.reduce((a, r) => a + r.newSockets, 0));
+  return [kind, tree, fields, system, ...split, f(idle), sockets];
 }
 
 /**
@@ -158,11 +169,13 @@ async function measure(dir: string, ca: Buffer, kinds: Kind[], trees: string[]):
     const clients = servers.map((s) => client(s.port, ca));
     const runs = servers.map((): Run[] => []);
     for (const [i, s] of servers.entries()) await run(clients[i] as Client, s, kind, Number(values.warmup), 0);
+    const idle: number[] = [];
+    for (const s of servers) idle.push(await idleMicrosPer10ms(s));
     for (const s of servers) await s.profile("start");
     for (let r = 0; r < Number(values.runs); r++)
       for (const [i, s] of servers.entries()) runs[i]?.push(await run(clients[i] as Client, s, kind, Number(values.n)));
     for (const s of servers) await s.profile("stop");
-    trees.forEach((t, i) => rows.push(row(kind, t, runs[i] ?? [])));
+    trees.forEach((t, i) => rows.push(row(kind, t, runs[i] ?? [], idle[i] ?? NaN)));
     for (const c of clients) c.close();
     for (const s of servers) await s.exit();
   }
@@ -192,6 +205,7 @@ if (values.serve) {
       "of it system",
       "decision",
       "rest",
+      "idle per 10 ms",
       "new sockets",
     ];
     console.log(table(headers, rows));

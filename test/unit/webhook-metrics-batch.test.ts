@@ -8,7 +8,8 @@ import fc from "fast-check";
 import { Histogram, Registry } from "prom-client";
 import { allow, badRequest, referenced, type Decision } from "../../src/webhook/admission.ts";
 import { reviewReply, reviewReplyText } from "../../src/webhook/http/review.ts";
-import { MAX_PENDING_OBSERVATIONS, Observations, createWebhookMetrics } from "../../src/webhook/metrics.ts";
+import { createWebhookMetrics } from "../../src/webhook/metrics.ts";
+import { MAX_PENDING_OBSERVATIONS, Observations } from "../../src/webhook/tallies.ts";
 
 const decision: fc.Arbitrary<Decision> = fc.oneof(
   fc.constant(allow("no-dependents")),
