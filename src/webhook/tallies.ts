@@ -54,7 +54,7 @@ export class Observations<L extends string> {
     const p = this.pending.get(key);
     if (p) p.values.push(seconds);
     else this.pending.set(key, { labels: this.labelsOf(key), values: [seconds] });
-    ++this.count;
+    if (++this.count >= MAX_PENDING_OBSERVATIONS) this.flush();
   }
 
   /** Hands the waiting observations to the histogram (called from its collect). */
