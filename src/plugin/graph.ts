@@ -1,7 +1,8 @@
 // The graphs the plugin draws: types (from rules) or objects (from one workspace), with the edges that lie on a cycle
 // marked, and their renderings as Mermaid, Graphviz dot and JSON. Pure: the I/O that gathers rules and objects is in
 // source.ts.
-import type { ParsedRule } from "../api/rule.ts";
+import type { GroupVersionResource, ParsedRule } from "../api/rule.ts";
+import type { FieldPath } from "../fieldpath/fieldpath.ts";
 import { stronglyConnected } from "../util/graph.ts";
 import { printable, printableJson } from "../util/printable.ts";
 
@@ -39,6 +40,31 @@ export interface RuleInWorkspace {
   workspace: string;
   rule: ParsedRule;
 }
+
+/**
+ * One dependency of a rule as every command reads it: exported by the provider workspace `provider`, or a local
+ * target (no `provider`: a core type of each consumer workspace itself, a dependency without apiExportRef).
+ */
+export interface RuleDependency {
+  target: GroupVersionResource;
+  fieldPath: FieldPath;
+  provider?: string;
+}
+
+/** A rule's valid dependencies, exported and local, in the order the rule lists them. */
+export function dependenciesOf(rule: ParsedRule): RuleDependency[] {
+  const all = [
+    ...rule.dependencies.map((d) => ({
+      index: d.index,
+      dep: { target: d.target, fieldPath: d.fieldPath, provider: d.path },
+    })),
+    ...rule.localDependencies.map((d) => ({ index: d.index, dep: { target: d.target, fieldPath: d.fieldPath } })),
+  ];
+  return all.sort((a, b) => a.index - b.index).map((d) => d.dep);
+}
+
+/** Where a local target's type lives in the type graph: each consumer workspace of the dependent, not one provider. */
+export const LOCAL_WORKSPACE = "(each consumer workspace)";
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -121,15 +147,15 @@ export function typeGraph(rules: readonly RuleInWorkspace[]): Graph {
   const typeNode = (workspace: string, group: string, resource: string): string => {
     const id = typeId(workspace, group, resource);
     const kind = kinds.get(id);
-    g.node(id, kind ?? resource, `${kind ? `${resource}.` : ""}${group}\n${workspace}`);
+    g.node(id, kind ?? resource, `${kind ? `${resource}.` : ""}${group || "core"}\n${workspace}`);
     return id;
   };
   for (const { workspace, rule } of rules) {
     const d = rule.dependent;
     if (!d) continue;
     const from = typeNode(workspace, d.group, d.resource);
-    for (const dep of rule.dependencies) {
-      const to = typeNode(dep.path, dep.target.group, dep.target.resource);
+    for (const dep of dependenciesOf(rule)) {
+      const to = typeNode(dep.provider ?? LOCAL_WORKSPACE, dep.target.group, dep.target.resource);
       g.edge(from, to, dep.fieldPath.source, `${workspace}:${rule.key.name}`);
     }
   }

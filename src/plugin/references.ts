@@ -5,7 +5,7 @@
 import { referencedNames } from "../fieldpath/fieldpath.ts";
 import { isRecord } from "../util/json.ts";
 import { matchingDependents, type MatchKey } from "../webhook/deletion/matching.ts";
-import { GraphBuilder, type Graph, type RuleInWorkspace } from "./graph.ts";
+import { dependenciesOf, GraphBuilder, type Graph, type RuleDependency, type RuleInWorkspace } from "./graph.ts";
 import { objectId, type ObjectRef } from "./objects.ts";
 
 /** One type's objects in the workspace, as listed there. */
@@ -49,7 +49,7 @@ type Rule = RuleInWorkspace["rule"];
 function referencesOf(
   d: NonNullable<Rule["dependent"]>,
   items: readonly unknown[],
-  dep: Rule["dependencies"][number],
+  dep: RuleDependency,
   target: TypeListing | undefined,
   rule: string,
 ): Reference[] {
@@ -105,7 +105,7 @@ export function findReferences(
     const d = rule.dependent;
     const dependents = d ? listings.get(listingKey(d.group, d.resource)) : undefined;
     if (!d || !dependents?.items) continue;
-    for (const dep of rule.dependencies) {
+    for (const dep of dependenciesOf(rule)) {
       const target = listings.get(listingKey(dep.target.group, dep.target.resource));
       out.push(...referencesOf(d, dependents.items, dep, target, `${workspace}:${rule.key.name}`));
     }

@@ -5,7 +5,7 @@ import { parseRule } from "../api/rule.ts";
 import { DEPENDENCY_RULES_PATH, WORKSPACE_PATH_RE } from "../api/wire.ts";
 import { isApiError, type RestClient } from "../kcp/rest.ts";
 import type { ApiResource } from "./discovery.ts";
-import type { RuleInWorkspace } from "./graph.ts";
+import { dependenciesOf, type RuleInWorkspace } from "./graph.ts";
 import { listingKey, type TypeListing } from "./references.ts";
 import { explain, listObjects, PluginError, resourceFor, type Session } from "./session.ts";
 
@@ -90,7 +90,7 @@ export async function listRuleTypes(s: Session, rules: readonly RuleInWorkspace[
     const d = rule.dependent;
     const key = listingKey(d.group, d.resource);
     wanted.set(key, { group: d.group, resource: d.resource, target: wanted.get(key)?.target ?? false });
-    for (const dep of rule.dependencies)
+    for (const dep of dependenciesOf(rule))
       wanted.set(listingKey(dep.target.group, dep.target.resource), { ...dep.target, target: true });
   }
   const out: ListedTypes = { listings: new Map(), targets: [] };

@@ -81,7 +81,7 @@ function parse(given: GivenArgs, connection: Connection): TeardownCommand {
  */
 async function confirmed(cmd: TeardownCommand, ctx: RunContext): Promise<CommandResult | undefined> {
   if (cmd.namespace !== undefined || cmd.plan || cmd.yes) return undefined;
-  const what = `every object of the bound types in workspace ${printable(cmd.connection.workspace ?? "")}, in every namespace`;
+  const what = `every object of the bound types, and every Secret and ConfigMap, in workspace ${printable(cmd.connection.workspace ?? "")}, in every namespace`;
   if (!ctx.ask)
     return {
       exitCode: 2,
@@ -98,8 +98,10 @@ export const teardown: PluginCommand<TeardownCommand> = {
   usage: "teardown (-n <namespace> | --workspace <path> [--yes]) [--plan [--rule-workspace <path>]...] [-o table|json]",
   brief: "teardown -n <ns> | --workspace <path>",
   summary: "delete everything there in dependency order (--plan: only show it)",
-  prose: `Deletes every object of the workspace's bound types (APIBindings) in one namespace (-n), or in the whole workspace
-(--workspace without -n: every namespace and the cluster-scoped objects), in dependency order: dependents first.
+  prose: `Deletes every object of the workspace's bound types (APIBindings), and its Secrets and ConfigMaps, in one namespace
+(-n), or in the whole workspace (--workspace without -n: every namespace and the cluster-scoped objects), in
+dependency order: dependents first. Secrets and ConfigMaps, which a rule may protect as local targets, go only once
+no object of a bound type is left (not a ServiceAccount's token Secret, nor kube-root-ca.crt).
 The order comes from kcp itself: the blockers the webhook names when it refuses a DELETE (status.details.causes),
 so no access to the rules is needed. The run is pipelined, not wave by wave, and sends no dry run: each object gets
 its DELETE at once (a DELETE the webhook refuses deletes nothing); one that is refused waits until every

@@ -3,7 +3,8 @@
 // (deletionTimestamp set, finalizers pending) is still present and still blocks what it names. No dry run: each
 // ready object gets its real DELETE at once, since a DELETE the webhook refuses deletes nothing, and its refusal names
 // the blockers (status.details.causes) as a dry run's would; a refused object is asked again only once those blockers
-// have all gone, to catch a dependent that appeared meanwhile. A delete refused for another reason is recorded and the
+// have all gone, to catch a dependent that appeared meanwhile. Secrets and ConfigMaps (local targets) are held until
+// no object of a bound type is left: a dependent is always of a bound type, so none is refused for the order. A delete refused for another reason is recorded and the
 // rest goes on (liveness before ordering). What has no known order (no answer, another refusal, a cycle) goes last:
 // when nothing else can move, everything left is asked afresh at once, then the objects named for skip-protection are
 // annotated and deleted; what still stands is planned to say why, and the run's report lists it.
@@ -47,6 +48,14 @@ export interface ExecuteReport {
 
 /** What the run knows between rounds: each object's blockers as its last refused DELETE named them, and other refusals. */
 class Known {
+  /**
+   * Secrets and ConfigMaps wait until no object of a bound type is left, so a protected one is never asked before the
+   * dependent that names it has gone (no refused DELETE for the ordering); the final wave lifts this.
+   */
+  private readonly holdLocalTargets: boolean;
+  constructor(holdLocalTargets = true) {
+    this.holdLocalTargets = holdLocalTargets;
+  }
   readonly blockers = new Map<string, BlockEdge[]>();
   readonly obstacles = new Map<string, Obstacle>();
   /** Records what a refusal names; answers a refusal that names no blocker, as text. */
@@ -70,9 +79,13 @@ class Known {
     }
     return out;
   }
-  /** Not deleting, no standing obstacle, and every blocker its last refusal named is gone (absent, not Terminating). */
-  ready(o: PlanObject, present: ReadonlySet<string>): boolean {
+  /**
+   * Not deleting, no standing obstacle, every blocker its last refusal named is gone (absent, not Terminating), and
+   * for a local target no possible dependent (`dependentsLeft`) left while held.
+   */
+  ready(o: PlanObject, present: ReadonlySet<string>, dependentsLeft: boolean): boolean {
     if (o.deleting || this.obstacles.has(o.id)) return false;
+    if (o.localTarget && this.holdLocalTargets && dependentsLeft) return false;
     return (this.blockers.get(o.id) ?? []).every((e) => !present.has(e.from));
   }
   plan(objects: readonly PlanObject[]): Plan {
@@ -99,7 +112,8 @@ async function deleteReady(
   // Objects with finalizers first: their delete starts the wait their finalizers impose, which the other requests
   // then overlap; and what they block, asked later, often finds them gone and goes at its first DELETE.
   const held = (x: PlanObject): number => (x.finalizers.length > 0 ? 0 : 1);
-  const ready = objects.filter((x) => k.ready(x, present)).sort((a, b) => held(a) - held(b));
+  const dependentsLeft = objects.some((x) => !x.localTarget);
+  const ready = objects.filter((x) => k.ready(x, present, dependentsLeft)).sort((a, b) => held(a) - held(b));
   const round: Round = { accepted: [] };
   const byKind = indexByKind(objects);
   const one = async (x: PlanObject): Promise<void> => {
@@ -211,7 +225,7 @@ export async function executeTeardown(api: TeardownApi, o: ExecuteOptions): Prom
       // Nothing moves: the final wave. Forget what the refusals said and ask about everything left at once, whatever
       // its order (a DELETE that had no answer twice, a delete refused for another reason get their second try here).
       rechecked = true;
-      k = new Known();
+      k = new Known(false);
       r.failures.clear(); // what the final wave answers now is what the report tells
       continue;
     } else {

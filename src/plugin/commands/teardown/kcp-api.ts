@@ -1,7 +1,9 @@
 // Teardown's I/O against kcp through the one REST client, with the user's own rights: the types the workspace binds
-// (its APIBindings' boundResources, resolved by discovery), their objects in scope, dry-run and real DELETEs with the
+// (its APIBindings' boundResources, resolved by discovery) and the core types a rule may protect as local targets
+// (Secrets, ConfigMaps), their objects in scope, dry-run and real DELETEs with the
 // object's uid as precondition (a new object of the same name is never deleted in its place), and the annotation,
 // uid-preconditioned too.
+import { LOCAL_TARGET_RESOURCES } from "../../../api/schema.ts";
 import { SKIP_PROTECTION_ANNOTATION } from "../../../api/types.ts";
 import { isApiError } from "../../../kcp/rest.ts";
 import { isRecord } from "../../../util/json.ts";
@@ -16,8 +18,37 @@ const APIBINDINGS = "/apis/apis.kcp.io/v1alpha1/apibindings";
 /** What to take down: one namespace, or the whole workspace (every namespace and the cluster-scoped objects). */
 export type Scope = { namespace: string } | { workspace: true };
 
+/** A core type a rule may protect as a local target (a Secret, a ConfigMap): it never names anything itself. */
+export const isLocalTargetType = (r: { group: string; name: string }): boolean =>
+  r.group === "" && (LOCAL_TARGET_RESOURCES as readonly string[]).includes(r.name);
+
+/**
+ * Objects of a local-target type that the platform owns and would make again or needs: a ServiceAccount's legacy
+ * token Secret (deleting it revokes a credential, perhaps the one this teardown runs with) and the namespace's
+ * `kube-root-ca.crt`, which kcp publishes again at once (a run that deleted it would find it back every round).
+ * They go with their ServiceAccount or namespace.
+ */
+export function platformOwned(r: { group: string; name: string }, item: unknown): boolean {
+  if (!isLocalTargetType(r) || !isRecord(item)) return false;
+  if (r.name === "secrets") return item["type"] === "kubernetes.io/service-account-token";
+  return isRecord(item["metadata"]) && item["metadata"]["name"] === "kube-root-ca.crt";
+}
+
+/**
+ * What a teardown takes down: the bound types (boundTypes) and the local-target types (isLocalTargetType), which a
+ * rule of any of those types' providers may protect in this workspace without the workspace binding anything for it.
+ */
+export async function teardownTypes(s: Session): Promise<ApiResource[]> {
+  return (await servedTypes(s)).filter((r) => r.bound || isLocalTargetType(r));
+}
+
 /** The group/resources the workspace's APIBindings bind, as discovery serves them. */
 export async function boundTypes(s: Session): Promise<ApiResource[]> {
+  return (await servedTypes(s)).filter((r) => r.bound);
+}
+
+/** Every type discovery serves, each marked whether the workspace's APIBindings bind it (kcp's own APIs never). */
+async function servedTypes(s: Session): Promise<(ApiResource & { bound: boolean })[]> {
   let bindings: unknown[];
   try {
     bindings = (await s.ws.listAll<unknown>(APIBINDINGS)).items;
@@ -34,7 +65,7 @@ export async function boundTypes(s: Session): Promise<ApiResource[]> {
   }
   const served = await discover(s, "");
   // kcp's own bound APIs (tenancy.kcp.io's workspaces and the like) are the platform, not content to take down.
-  return served.filter((r) => bound.has(`${r.group}/${r.name}`) && !r.group.endsWith(".kcp.io"));
+  return served.map((r) => ({ ...r, bound: bound.has(`${r.group}/${r.name}`) && !r.group.endsWith(".kcp.io") }));
 }
 
 /** A listed object as the planner sees it; undefined for something that is no object. */
@@ -53,6 +84,7 @@ export function toPlanObject(r: ApiResource, item: unknown, named: ReadonlySet<s
     ...(typeof meta["deletionTimestamp"] === "string" ? { deletionTimestamp: meta["deletionTimestamp"] } : {}),
     skipProtection: annotated(meta, SKIP_PROTECTION_ANNOTATION),
     ...(named.has(id) ? { named: true } : {}),
+    ...(isLocalTargetType(r) ? { localTarget: true } : {}),
   };
 }
 
@@ -60,25 +92,37 @@ const objectPath = (o: PlanObject): string =>
   `${collectionPath({ group: o.group, version: o.version, name: o.resource }, o.namespace)}/${encodeURIComponent(o.name)}`;
 
 /**
- * The kcp adapter. `named` are the ids the user allowed skip-protection for; `types` the bound types, found once
- * (a type bound during the teardown is not taken down).
+ * The kcp adapter. `named` are the ids the user allowed skip-protection for; `types` the types to take down, found
+ * once (a type bound during the teardown is not taken down). A local-target type the user may not list is left
+ * alone, said once through `note`: the user's Secrets are not the teardown's to require.
  */
-export function kcpTeardownApi(s: Session, scope: Scope, types: readonly ApiResource[], named: ReadonlySet<string>) {
+export function kcpTeardownApi(
+  s: Session,
+  scope: Scope,
+  types: readonly ApiResource[],
+  named: ReadonlySet<string>,
+  note: (line: string) => void = () => undefined,
+) {
   const inScope = types.filter((t) => "workspace" in scope || t.namespaced);
+  const unlisted = new Set<string>();
+  const listType = async (r: ApiResource): Promise<unknown[]> => {
+    try {
+      return (await s.ws.listAll<unknown>(collectionPath(r, "namespace" in scope ? scope.namespace : undefined))).items;
+    } catch (err) {
+      if (isApiError(err, 404)) return []; // unbound meanwhile: nothing of it left to take down
+      if (!isApiError(err, 403) || !isLocalTargetType(r))
+        throw explain(err, `list ${r.name}.${r.group} in ${s.workspace}`);
+      if (!unlisted.has(r.name)) note(`you may not list ${r.name} in ${s.workspace}: they are left alone`);
+      unlisted.add(r.name);
+      return [];
+    }
+  };
   const api: TeardownApi = {
     async list() {
       const out: PlanObject[] = [];
       for (const r of inScope) {
-        const path = collectionPath(r, "namespace" in scope ? scope.namespace : undefined);
-        let items: unknown[];
-        try {
-          items = (await s.ws.listAll<unknown>(path)).items;
-        } catch (err) {
-          if (isApiError(err, 404)) continue; // unbound meanwhile: nothing of it left to take down
-          throw explain(err, `list ${r.name}.${r.group} in ${s.workspace}`);
-        }
-        for (const item of items) {
-          const o = toPlanObject(r, item, named);
+        for (const item of await listType(r)) {
+          const o = platformOwned(r, item) ? undefined : toPlanObject(r, item, named);
           if (o) out.push(o);
         }
       }

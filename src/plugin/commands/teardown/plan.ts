@@ -30,6 +30,11 @@ export interface PlanObject extends ObjectRef {
    * final wave, when what still blocks it cannot go first (a cycle through it).
    */
   named?: boolean;
+  /**
+   * A Secret or ConfigMap: a rule may protect it as a local target, and it never names anything itself, so the run
+   * deletes it only once no object of a bound type (a possible dependent) is left.
+   */
+  localTarget?: boolean;
 }
 
 /** `from` (a dependent) blocks the delete of `to`: `from` must go first. */

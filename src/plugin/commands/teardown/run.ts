@@ -1,4 +1,4 @@
-// teardown's run: open the user's session, find the bound types, then either print the plan
+// teardown's run: open the user's session, find the types to take down (bound, and Secrets and ConfigMaps), then either print the plan
 // (--plan) or run it and print its report. Exit code 0: planned / done; 1: the plan cannot be completed, or the run
 // left something (the report names it).
 import { realClock, type Clock } from "../../../util/clock.ts";
@@ -8,7 +8,7 @@ import { executeTeardown } from "./execute.ts";
 import type { Plan } from "./plan.ts";
 import { planJson, planTable, type PlanContext } from "./render.ts";
 import { reportJson, reportText } from "./report.ts";
-import { boundTypes, kcpTeardownApi, namedIds, type Scope } from "./kcp-api.ts";
+import { kcpTeardownApi, namedIds, teardownTypes, type Scope } from "./kcp-api.ts";
 import { readRules } from "../../rules.ts";
 import { protectedTypes, survey, type TeardownApi } from "./survey.ts";
 
@@ -43,8 +43,8 @@ export async function runTeardown(
       workspace: s.workspace,
       ...(cmd.namespace !== undefined ? { namespace: cmd.namespace } : {}),
     };
-    const types = await boundTypes(s);
-    const api = kcpTeardownApi(s, scope, types, namedIds(cmd.skipProtection, types, cmd.namespace));
+    const types = await teardownTypes(s);
+    const api = kcpTeardownApi(s, scope, types, namedIds(cmd.skipProtection, types, cmd.namespace), progress);
     if (cmd.plan) {
       const { plan } = await planScope(s, api, cmd.concurrency, progress, cmd.ruleWorkspaces);
       const text = cmd.format === "json" ? planJson(plan, ctx) : planTable(plan, ctx);

@@ -3,6 +3,7 @@
 // webhook's causes read back into edges to the objects they name. Only a rule's dependency type is ever refused by
 // protection, so an object of any other type needs no dry run: it has no blockers.
 import type { DeleteAnswer, Refusal } from "../../causes.ts";
+import { dependenciesOf } from "../../graph.ts";
 import { listingKey } from "../../references.ts";
 import type { RuleScan } from "../../rules.ts";
 import { mapLimit } from "../../../util/concurrency.ts";
@@ -94,7 +95,7 @@ export async function askOnce(ask: () => Promise<DeleteAnswer>, what: string): P
 export function protectedTypes(scan: Pick<RuleScan, "rules" | "objects" | "skipped">): Set<string> | undefined {
   if (scan.skipped.length > 0 || scan.rules.length !== scan.objects.length) return undefined;
   return new Set(
-    scan.rules.flatMap(({ rule }) => rule.dependencies.map((d) => listingKey(d.target.group, d.target.resource))),
+    scan.rules.flatMap(({ rule }) => dependenciesOf(rule).map((d) => listingKey(d.target.group, d.target.resource))),
   );
 }
 

@@ -1,7 +1,7 @@
 // why's report, pure: the dry-run DELETE's answer to an exit code and the text that explains it (who refused, every
 // blocker, the rules behind them when readable, and what to do next).
 import { SKIP_PROTECTION_ANNOTATION } from "../../../api/types.ts";
-import type { RuleInWorkspace } from "../../graph.ts";
+import { dependenciesOf, type RuleInWorkspace } from "../../graph.ts";
 import type { Blocker, DeleteAnswer, Refusal } from "../../causes.ts";
 import type { ApiResource } from "../../discovery.ts";
 import { renderTable } from "../../table.ts";
@@ -49,7 +49,7 @@ export function rulesBehind(b: Blocker, t: WhyTarget, rules: readonly RuleInWork
   const out = new Set<string>();
   for (const { workspace, rule } of rules) {
     if (rule.dependent?.kind !== b.kind) continue;
-    const hit = rule.dependencies.some(
+    const hit = dependenciesOf(rule).some(
       (d) =>
         d.target.group === t.resource.group &&
         d.target.resource === t.resource.name &&
