@@ -1,9 +1,13 @@
 // Local targets on a real kcp (issue 31): the provider's API (Endpoints naming a Secret and a ConfigMap of the
 // consumer workspace) with an export that claims ValidatingWebhookConfigurations, its grant to the controller, a rule
 // whose dependencies are those core types, and consumers binding it with their own tokens, accepting or declining
-// the claim. Used by provider-initializer.test.ts on its shared kcp.
+// the claim; the plugin as kubectl runs it, and what the test watches while the plugin tears a consumer down. Used by
+// provider-initializer.test.ts on its shared kcp.
+import { execFile } from "node:child_process";
+import path from "node:path";
 import type { RestClient } from "../../src/kcp/rest.ts";
 import { apply, type KObject } from "../../tools/kcp/api.ts";
+import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
 import { bindGrant } from "../../tools/kcp/tenant.ts";
 import { RBAC_VARS } from "../../tools/kcp/topology.ts";
@@ -103,4 +107,91 @@ export function vaultObjects(): KObject[] {
       spec: { secretRef: { name: "held-secret" }, caRef: { name: "held-ca" } },
     },
   ];
+}
+
+/** An Endpoint's path in the consumer workspace's `default` namespace. */
+export const ENDPOINTS = `/apis/${VAULT_GROUP}/v1/namespaces/default/endpoints`;
+/** A finalizer the test holds on the Endpoint, as a backend would: the Secret must wait while it is Terminating. */
+export const ENDPOINT_HOLD = `${VAULT_GROUP}/hold`;
+
+/** `kubectl dependencies ...` as kubectl runs it (node and the plugin's entry), with the given connection flags. */
+export function plugin(
+  connection: string[],
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const entry = path.join(REPO_ROOT, "src/cmd/kubectl-dependencies.ts");
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [entry, ...args, ...connection],
+      { timeout: 240_000, maxBuffer: 16 << 20 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+type Watched = {
+  metadata: { name: string; resourceVersion: string; deletionTimestamp?: string; finalizers?: string[] };
+};
+
+/**
+ * Records, by kcp's resourceVersions, when each object of `collections` (`<Kind>` → collection path) began to go
+ * (deletionTimestamp or DELETED) and when it went; resolves once every watch is open.
+ */
+export async function watchDeletes(
+  ws: RestClient,
+  collections: Record<string, string>,
+  signal: AbortSignal,
+): Promise<Map<string, { deleting?: bigint; gone?: bigint }>> {
+  const seen = new Map<string, { deleting?: bigint; gone?: bigint }>();
+  const open = Object.entries(collections).map(
+    ([kind, collection]) =>
+      new Promise<void>((opened, failed) => {
+        ws.watch<Watched>(
+          collection,
+          {},
+          (ev) => {
+            const id = `${kind}/${ev.object.metadata.name}`;
+            const rv = BigInt(ev.object.metadata.resourceVersion);
+            const s = seen.get(id) ?? {};
+            if ((ev.type === "DELETED" || ev.object.metadata.deletionTimestamp) && s.deleting === undefined)
+              s.deleting = rv;
+            if (ev.type === "DELETED") s.gone = rv;
+            seen.set(id, s);
+          },
+          signal,
+          opened,
+        ).catch((err: unknown) => {
+          if (!signal.aborted) failed(err instanceof Error ? err : new Error(String(err)));
+        });
+      }),
+  );
+  await Promise.all(open);
+  return seen;
+}
+
+/**
+ * The test as the Endpoints' backend: an Endpoint being deleted keeps ENDPOINT_HOLD for one more poll, then it is
+ * released. Returns how many it held.
+ */
+export async function endpointBackend(ws: RestClient, signal: AbortSignal): Promise<number> {
+  const noticed = new Set<string>();
+  let released = 0;
+  while (!signal.aborted) {
+    for (const e of (await ws.listAll<Watched>(ENDPOINTS)).items) {
+      if (!e.metadata.deletionTimestamp || !e.metadata.finalizers?.includes(ENDPOINT_HOLD)) continue;
+      if (!noticed.has(e.metadata.name)) {
+        noticed.add(e.metadata.name);
+        continue;
+      }
+      await ws.request("PATCH", `${ENDPOINTS}/${e.metadata.name}`, {
+        body: { metadata: { finalizers: null } },
+        contentType: "application/merge-patch+json",
+      });
+      released++;
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  return released;
 }

@@ -5,6 +5,8 @@
 // protects. kcp holds one such workspace's setup mid-way (its last write refused), the controller is killed there, and
 // a fresh one finishes it. Second: the artifact-transfer rule's shape, one export holding the dependent (Order) and the dependency
 // (Endpoint), four field paths with `[*]`, a provider at root:providers:odd and consumers at root:orgs:acme:demo.
+// Consumers bind with their own tokens (the providers' bind grants). Last, local targets, and the kubectl plugin on
+// them as the consumer: why on a Secret an Endpoint names, and a teardown that deletes the Endpoint first.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -23,17 +25,22 @@ import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
-import { tenant } from "../../tools/kcp/tenant.ts";
+import { bindGrant, tenant } from "../../tools/kcp/tenant.ts";
 import { EXPORT_NAME, IDENTITIES, PATHS, RBAC_VARS } from "../../tools/kcp/topology.ts";
 import {
   bindVault,
   CONFIGMAPS,
+  ENDPOINT_HOLD,
+  ENDPOINTS,
+  endpointBackend,
   grantLocalTargets,
+  plugin,
   SECRETS,
   VAULT_GROUP,
   vaultApi,
   vaultObjects,
   vaultRule,
+  watchDeletes,
 } from "./local-targets.ts";
 import {
   RULES,
@@ -196,14 +203,18 @@ test("a provider of the type is set up by the initializer, also across a control
   const provider = (await tenant(e2e.kcp, `${PROVIDERS}:gadgets`, { name: "owner" })).client;
   const gadgets = { group: "gadgets.test.io", kind: "Gadget", plural: "gadgets" };
   const ref = { type: "object", properties: { name: { type: "string" } } };
-  await apply(provider, exportedKind({ ...gadgets, specProperties: { vpcRef: ref } }));
+  await apply(provider, [
+    ...exportedKind({ ...gadgets, specProperties: { vpcRef: ref } }),
+    ...bindGrant(gadgets.group),
+  ]);
   const dependent = { group: gadgets.group, kind: gadgets.kind, resource: gadgets.plural };
   await apply(provider, [dependencyRule("gadget-vpcs", [{ resource: "vpcs", path: PATHS.network }], { dependent })]);
   await waitRuleReady(provider, "gadget-vpcs");
 
+  // The consumer binds it with its own token, as the provider's bind grant lets any authenticated user.
   const consumer = (await tenant(e2e.kcp, PATHS.consumer1, { name: "owner" })).client;
-  await apply(e2e.kcp.ws(PATHS.consumer1), [apiBinding(gadgets.group, `${PROVIDERS}:gadgets`)]);
-  await waitForBinding(e2e.kcp.ws(PATHS.consumer1), gadgets.group);
+  await apply(consumer, [apiBinding(gadgets.group, `${PROVIDERS}:gadgets`)]);
+  await waitForBinding(consumer, gadgets.group);
   const gadget: KObject = {
     apiVersion: "gadgets.test.io/v1",
     kind: "Gadget",
@@ -298,14 +309,14 @@ test("the artifact-transfer shape: one export, four paths with [*], a provider o
   ]);
   await createWorkspace(e2e.kcp.admin, odd, { type: "arc-provider" });
   const provider = (await tenant(e2e.kcp, odd, { name: "owner" })).client;
-  await apply(provider, arcApi());
+  await apply(provider, [...arcApi(), ...bindGrant("arc.opendefense.cloud")]);
   await apply(provider, [arcRule(odd)]);
   await waitRuleReady(provider, "order-endpoints");
 
   await createWorkspace(e2e.kcp.admin, demo);
-  await apply(e2e.kcp.ws(demo), [apiBinding("arc.opendefense.cloud", odd)]);
-  await waitForBinding(e2e.kcp.ws(demo), "arc.opendefense.cloud");
   const consumer = (await tenant(e2e.kcp, demo, { name: "owner" })).client;
+  await apply(consumer, [apiBinding("arc.opendefense.cloud", odd)]);
+  await waitForBinding(consumer, "arc.opendefense.cloud");
   const ENDPOINTS = "/apis/arc.opendefense.cloud/v1alpha1/namespaces/default/endpoints";
   const ORDERS = "/apis/arc.opendefense.cloud/v1alpha1/namespaces/default/orders";
   const endpoint = (name: string): KObject => ({
@@ -437,4 +448,80 @@ test("local targets on events: with an hour's resync, a new consumer is protecte
   } finally {
     await restartController();
   }
+});
+
+test("local targets and the plugin: why names the Endpoint behind a Secret; teardown deletes the Endpoint first, 0 refused", async () => {
+  await platform();
+  if (!e2e.bins.controller?.proc.running || !e2e.bins.controllerArgs.includes(INITIALIZER_ARGS[0]!))
+    await restartController();
+  // The vault provider as the local-targets case sets it up (every step idempotent, so this case also runs alone).
+  const vault = `${PROVIDERS}:vault`;
+  await createWorkspace(e2e.kcp.admin, vault, { type: "dependency-provider" });
+  const provider = (await tenant(e2e.kcp, vault, { name: "owner" })).client;
+  await apply(provider, vaultApi());
+  await grantLocalTargets(provider, file("deploy/rbac/provider-local-targets.yaml"));
+  await apply(provider, [vaultRule()]);
+
+  // A consumer of its own, which accepts the claim; everything it does is done with its own token.
+  const where = "root:orgs:acme:vault-plugin";
+  await createWorkspace(e2e.kcp.admin, where);
+  const owner = await tenant(e2e.kcp, where, { name: "owner" });
+  const ws = owner.client;
+  const connection = [`--kubeconfig=${e2e.kcp.kubeconfigFor(owner.token, where, "vault-plugin-owner.kubeconfig")}`];
+  await bindVault(ws, vault, true);
+  await waitForBinding(ws, VAULT_GROUP);
+  const objects = vaultObjects();
+  for (const o of objects) if (o.kind === "Endpoint") o.metadata.finalizers = [ENDPOINT_HOLD];
+  await create(ws, ...objects);
+  await waitForProtection(ws, `${SECRETS}/held-secret`, true);
+
+  // why, as the consumer: the Endpoint and its field behind the Secret; a Secret nothing names is free.
+  const why = await plugin(connection, "why", "secret/held-secret", "-n", "default", "-o", "json");
+  assert.equal(why.code, 1, why.stderr);
+  const doc = JSON.parse(why.stdout) as { verdict: string; refusal: { blockers: unknown[] } };
+  assert.equal(doc.verdict, "refused");
+  assert.deepEqual(doc.refusal.blockers, [
+    { kind: "Endpoint", namespace: "default", name: "e1", field: ".spec.secretRef.name" },
+  ]);
+  const text = await plugin(connection, "why", "configmap/held-ca", "-n", "default");
+  assert.equal(text.code, 1, text.stderr);
+  assert.match(text.stdout, /Endpoint\s+default\s+e1\s+\.spec\.caRef\.name/);
+  const free = await plugin(connection, "why", "secret/free-secret", "-n", "default");
+  assert.equal(free.code, 0, free.stderr);
+  assert.match(free.stdout, /can be deleted now/);
+
+  // The plan (the consumer may read no rule: every object is dry-run): the held Secret and ConfigMap after e1.
+  const planned = await plugin(connection, "teardown", "-n", "default", "--plan", "-o", "json");
+  assert.equal(planned.code, 0, planned.stderr);
+  const plan = JSON.parse(planned.stdout) as { objects: { kind: string; name: string; wave: number }[] };
+  const wave = new Map(plan.objects.map((o) => [`${o.kind}/${o.name}`, o.wave]));
+  assert.ok(wave.get("Secret/held-secret")! > wave.get("Endpoint/e1")!, planned.stdout);
+  assert.ok(wave.get("ConfigMap/held-ca")! > wave.get("Endpoint/e1")!, planned.stdout);
+  assert.equal(wave.has("ConfigMap/kube-root-ca.crt"), false, "what kcp publishes is not taken down");
+
+  // The run, while the test holds e1 Terminating for a moment: e1 is gone before either is asked, none is refused.
+  const stop = new AbortController();
+  const seen = await watchDeletes(ws, { Endpoint: ENDPOINTS, Secret: SECRETS, ConfigMap: CONFIGMAPS }, stop.signal);
+  const released = endpointBackend(ws, stop.signal);
+  const run = await plugin(connection, "teardown", "-n", "default", "-o", "json");
+  stop.abort();
+  assert.equal(await released, 1, "e1 was held by its finalizer, then released");
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  const report = JSON.parse(run.stdout) as { complete: boolean; refusedDeletes: number; deleted: number };
+  assert.deepEqual(
+    { complete: report.complete, refusedDeletes: report.refusedDeletes },
+    { complete: true, refusedDeletes: 0 },
+  );
+  const gone = seen.get("Endpoint/e1")?.gone;
+  assert.ok(gone !== undefined, "e1 went");
+  for (const id of ["Secret/held-secret", "ConfigMap/held-ca", "Secret/free-secret", "ConfigMap/free-ca"]) {
+    const deleting = seen.get(id)?.deleting;
+    assert.ok(deleting !== undefined && deleting > gone, `${id} deleted at ${deleting}, after e1 went at ${gone}`);
+  }
+  assert.deepEqual((await ws.listAll(SECRETS)).items, []);
+  const left = (await ws.listAll<{ metadata: { name: string } }>(CONFIGMAPS)).items.map((c) => c.metadata.name);
+  assert.deepEqual(
+    left.filter((n) => n !== "kube-root-ca.crt"),
+    [],
+  );
 });
