@@ -92,7 +92,8 @@ export async function discover(s: Session, query: string): Promise<ApiResource[]
   } catch (err) {
     throw explain(err, where);
   }
-  if (group === undefined) groups.unshift({ name: "", version: "v1" });
+  // The core group is served at /api/v1, not listed in /apis: asked for by no group, or by "" (a local target's type).
+  if (group === undefined || group === "") groups.unshift({ name: "", version: "v1" });
   const lists = await Promise.all(
     groups.map(async (g) => {
       try {

@@ -16,6 +16,7 @@ import type { ApiResource } from "../../src/plugin/discovery.ts";
 import { typeGraph, type RuleInWorkspace } from "../../src/plugin/graph.ts";
 import { objectId } from "../../src/plugin/objects.ts";
 import { findReferences, listingKey, type TypeListing } from "../../src/plugin/references.ts";
+import { resourceFor, type Session } from "../../src/plugin/session.ts";
 import type { Clock } from "../../src/util/clock.ts";
 import { ruleObject } from "./helpers-rules.ts";
 
@@ -273,5 +274,25 @@ describe("teardown's Secrets and ConfigMaps as listed", () => {
     assert.equal(platformOwned(configmaps, meta("kube-root-ca.crt")), true);
     assert.equal(platformOwned(configmaps, meta("ca")), false);
     assert.equal(platformOwned({ group: "x.io", name: "configmaps" }, meta("kube-root-ca.crt")), false);
+  });
+});
+
+describe("the core types a local target names, as the commands that list rule types find them", () => {
+  it('resourceFor(secrets in group "") finds /api/v1\'s secrets: check, verify and graph --objects list them', async () => {
+    const asked: string[] = [];
+    const docs: Record<string, unknown> = {
+      "/apis": { groups: [{ name: "vault.test.io", preferredVersion: { version: "v1" } }] },
+      "/api/v1": { resources: [{ name: "secrets", kind: "Secret", namespaced: true, verbs: ["list", "delete"] }] },
+      "/apis/vault.test.io/v1": { resources: [{ name: "endpoints", kind: "Endpoint", namespaced: true }] },
+    };
+    const ws = { get: (p: string) => (asked.push(p), Promise.resolve(docs[p])) };
+    const s = { ws, workspace: "root:c", namespace: "default" } as unknown as Session;
+    const found = await resourceFor(s, "", "secrets");
+    assert.deepEqual(found && { group: found.group, name: found.name, kind: found.kind }, {
+      group: "",
+      name: "secrets",
+      kind: "Secret",
+    });
+    assert.ok(asked.includes("/api/v1"), asked.join(" "));
   });
 });
