@@ -350,7 +350,11 @@ test("the artifact-transfer shape: one export, four paths with [*], a provider o
   for (const name of held) assert.deepEqual(await tryDelete(consumer, `${ENDPOINTS}/${name}`), { allowed: true }, name);
 });
 
-test("local targets: a Secret and a ConfigMap an Endpoint names are protected where the consumer consented", async () => {
+/**
+ * The vault provider (root:providers:vault) with its own token: the Endpoint API and its claim, the grant to the
+ * controller, the local-target rule. Every step is idempotent, so each local-targets case sets it up and runs alone.
+ */
+async function vaultProvider(): Promise<{ vault: string; provider: RestClient }> {
   await platform();
   if (!e2e.bins.controller?.proc.running || !e2e.bins.controllerArgs.includes(INITIALIZER_ARGS[0]!))
     await restartController();
@@ -360,6 +364,11 @@ test("local targets: a Secret and a ConfigMap an Endpoint names are protected wh
   await apply(provider, vaultApi());
   await grantLocalTargets(provider, file("deploy/rbac/provider-local-targets.yaml"));
   await apply(provider, [vaultRule()]);
+  return { vault, provider };
+}
+
+test("local targets: a Secret and a ConfigMap an Endpoint names are protected where the consumer consented", async () => {
+  const { vault, provider } = await vaultProvider();
 
   const [accepting, declining] = ["root:orgs:acme:vault-a", "root:orgs:acme:vault-b"];
   const consumers: RestClient[] = [];
@@ -451,16 +460,7 @@ test("local targets on events: with an hour's resync, a new consumer is protecte
 });
 
 test("local targets and the plugin: why names the Endpoint behind a Secret; teardown deletes the Endpoint first, 0 refused", async () => {
-  await platform();
-  if (!e2e.bins.controller?.proc.running || !e2e.bins.controllerArgs.includes(INITIALIZER_ARGS[0]!))
-    await restartController();
-  // The vault provider as the local-targets case sets it up (every step idempotent, so this case also runs alone).
-  const vault = `${PROVIDERS}:vault`;
-  await createWorkspace(e2e.kcp.admin, vault, { type: "dependency-provider" });
-  const provider = (await tenant(e2e.kcp, vault, { name: "owner" })).client;
-  await apply(provider, vaultApi());
-  await grantLocalTargets(provider, file("deploy/rbac/provider-local-targets.yaml"));
-  await apply(provider, [vaultRule()]);
+  const { vault } = await vaultProvider();
 
   // A consumer of its own, which accepts the claim; everything it does is done with its own token.
   const where = "root:orgs:acme:vault-plugin";

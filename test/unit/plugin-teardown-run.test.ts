@@ -139,6 +139,12 @@ function chain(ws: FakeWorkspace, n: number): void {
   }
 }
 
+/** A Secret or ConfigMap as teardown lists it (kcp-api.ts marks the core types a rule may protect as local targets). */
+function localTarget(ws: FakeWorkspace, resource: string, name: string): void {
+  ws.add(resource, name);
+  ws.objs.get(objectId({ group: "g", resource, namespace: "default", name }))!.o.localTarget = true;
+}
+
 const forbidden = (): Promise<DeleteAnswer> =>
   Promise.resolve({
     outcome: "refused",
@@ -386,6 +392,39 @@ describe("teardown run loop", () => {
     assert.equal(r.ok, true, r.problem);
     assert.deepEqual(ws.deletes, ["g/vpcs/default/vpc-0"]);
     assert.ok(at.get("vpc-0")! >= 3_000, "the VPC's delete waited for the Terminating VM to go");
+  });
+
+  it("local targets: Secrets and ConfigMaps wait until no Endpoint (held by a finalizer) is left; 0 refused", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    for (let i = 0; i < 3; i++) {
+      localTarget(ws, "secrets", `s-${i}`);
+      localTarget(ws, "configmaps", `ca-${i}`);
+      ws.add("endpoints", `e-${i}`, [`secrets/s-${i}`, `configmaps/ca-${i}`], ["backend.test/hold"]);
+    }
+    localTarget(ws, "secrets", "free");
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, true, r.problem);
+    assert.equal(ws.objs.size, 0);
+    assert.equal(ws.refused, 0, "no Secret or ConfigMap was asked while an Endpoint named it");
+    assert.equal(r.refusedDeletes, 0);
+    const endpoints = ws.deletes.filter((id) => id.includes("/endpoints/"));
+    assert.deepEqual(ws.deletes.slice(0, 3), endpoints, ws.deletes.join(" "));
+    assert.ok(clock.now() >= 3_000, "the Secrets waited for the Endpoints' finalizer");
+  });
+
+  it("local targets: an Endpoint that cannot go holds the Secrets only until the final wave", async () => {
+    const clock = new SteppingClock();
+    const ws = new FakeWorkspace(clock);
+    localTarget(ws, "secrets", "held");
+    localTarget(ws, "secrets", "free");
+    ws.add("endpoints", "e1", ["secrets/held"]);
+    const del = ws.delete.bind(ws);
+    ws.delete = (o) => (o.name === "e1" ? forbidden() : del(o));
+    const r = await executeTeardown(ws, opts(clock));
+    assert.equal(r.ok, false);
+    assert.deepEqual(ws.deletes, ["g/secrets/default/free"], "the free Secret went in the final wave");
+    assert.deepEqual(r.left.map((o) => o.name).sort(), ["e1", "held"]);
   });
 
   it("a delete refused for another reason is noted, the rest goes on, and the report names the refusal", async () => {
