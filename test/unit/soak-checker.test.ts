@@ -299,3 +299,90 @@ test("I5 fires on a 503 where only the careless rule stood and its dependents we
     [],
   );
 });
+
+// A local-target rule (issue 31): the vault provider's Endpoints name a Secret of the consumer workspace itself
+// (`group: ""`, no apiExportRef). The consumer C accepted the export's claim or declined it (History.localTargets).
+const SECRETS = "secrets";
+const ENDPOINTS = "endpoints.vault.test.io";
+const secretRule = ruleRecord(
+  "vault",
+  "endpoint-credentials",
+  { group: "vault.test.io", resource: "endpoints", kind: "Endpoint", version: "v1", apiExportName: "vault.test.io" },
+  [{ group: "", resource: "secrets", version: "v1", fieldRef: { path: ".spec.secretRef.name" } }],
+);
+const secretRefs = (name: string): Record<string, unknown> => ({ spec: { secretRef: { name } } });
+
+function localHistory(accepted: boolean, ops: OpRecord[], faults: FaultRecord[] = []): History {
+  const h = history(
+    [
+      secretRule,
+      rec("ADDED", SECRETS, "held", 10, 100),
+      rec("ADDED", ENDPOINTS, "e1", 11, 200, secretRefs("held")),
+      rec("DELETED", SECRETS, "held", 20, 10_100),
+    ],
+    ops,
+    faults,
+  );
+  h.localTargets = [{ export: "vault/vault.test.io", accepted: accepted ? [C] : [], declined: accepted ? [] : [C] }];
+  return h;
+}
+
+test("I1 on a local target: a Secret deleted while an Endpoint named it, where the consumer accepted the claim", () => {
+  const r = check(localHistory(true, [op("delete", SECRETS, "held", 10_000, 200)]));
+  assert.deepEqual(
+    r.violations.map((v) => v.invariant),
+    ["I1"],
+  );
+  assert.match(
+    r.violations[0]?.message ?? "",
+    /^secrets c1\/default\/held deleted .* while Endpoint default\/e1 referenced it at \.spec\.secretRef\.name \(rule vault\/endpoint-credentials/,
+  );
+});
+
+test("local target, consumer declined: its Secret deletes go through; one the webhook denied or refused is I5, whatever the fault", () => {
+  // Deleted while named: no protection was promised there, so no I1.
+  assert.deepEqual(check(localHistory(false, [op("delete", SECRETS, "held", 10_000, 200)])).violations, []);
+  const down: FaultRecord = {
+    kind: "kill-all-webhooks",
+    target: "all",
+    startAt: 20_000,
+    endAt: 30_000,
+    webhookDown: true,
+  };
+  // Even an honest denial (e1 named it) is I5 there: the webhook was asked where the consumer declined.
+  const denied = op(
+    "delete",
+    SECRETS,
+    "held",
+    9000,
+    409,
+    "admission webhook denied the request: cannot delete secrets/held: still referenced by Endpoint/e1",
+  );
+  const failed = op(
+    "delete",
+    SECRETS,
+    "other",
+    21_000,
+    500,
+    'Internal error occurred: failed calling webhook "x": connection refused',
+  );
+  const through = op("delete", SECRETS, "held2", 22_000, 200); // while the webhook was down: no I4 where it declined
+  const r = check(localHistory(false, [denied, failed, through, op("probe", VPCS, "s", 31_000, 409)], [down]));
+  assert.deepEqual(
+    r.violations.map((v) => `${v.invariant} ${v.message.split(" ")[1] ?? ""}`),
+    [`I5 #${denied.id}`, `I5 #${failed.id}`],
+  );
+  assert.match(
+    r.violations[0]?.message ?? "",
+    /declined the claim of the export whose local-target rule names secrets/,
+  );
+  assert.equal(r.checkedDeclined, 3);
+  // Where it accepted, the same delete during the outage is I4, and the refusal is fail-closed.
+  const accepted = check(localHistory(true, [failed, through, op("probe", VPCS, "s", 31_000, 409)], [down]));
+  assert.deepEqual(
+    accepted.violations
+      .filter((v) => v.invariant !== "I1")
+      .map((v) => `${v.invariant} ${v.message.split(" ")[1] ?? ""}`),
+    [`I4 #${through.id}`],
+  );
+});

@@ -14,7 +14,7 @@ interface RuleRef {
 export function ruleRecord(
   cluster: string,
   name: string,
-  dependent: { group: string; resource: string; kind: string; version: string },
+  dependent: { group: string; resource: string; kind: string; version: string; apiExportName?: string },
   dependencies: RuleRef[],
 ): WatchRecord {
   return {

@@ -4,6 +4,7 @@
 // Each invariant has its own file under invariants/; this runs them in a fixed order, so reports are stable.
 import type { History } from "./history.ts";
 import { checkCollateral } from "./invariants/collateral.ts";
+import { checkDeclined } from "./invariants/consent.ts";
 import { checkConvergence } from "./invariants/convergence.ts";
 import { checkDenials } from "./invariants/denials.ts";
 import { checkFailClosed } from "./invariants/fail-closed.ts";
@@ -32,6 +33,7 @@ export function check(h: History): CheckResult {
     checkedHostile: 0,
     checkedSlowUploads: 0,
     checkedProvider: 0,
+    checkedDeclined: 0,
     readyShare: readyShare(h, tl),
   };
   const j: Judging = { h, tl, out, ws: (c) => h.workspaces[c] ?? c };
@@ -41,6 +43,7 @@ export function check(h: History): CheckResult {
   checkConvergence(j);
   checkFailClosed(j);
   checkCollateral(j);
+  checkDeclined(j);
   checkTenantEndpoints(j);
   return out;
 }

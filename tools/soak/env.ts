@@ -1,6 +1,7 @@
 // The soak's kcp: the sharded harness with the product topology (providers on the root shard), the soak's own
 // provider with a cluster-scoped type, four consumers over both shards, a hostile consumer, the careless author's
-// consent-less provider (tools/soak/tenants.ts) and a hostile provider (hostile-provider.ts), two webhook replicas behind a round-robin
+// consent-less provider (tools/soak/tenants.ts), a hostile provider (hostile-provider.ts) and a vault provider whose
+// local-target rule protects the consumers' Secrets where they accepted (local-targets.ts), two webhook replicas behind a round-robin
 // TCP proxy (the one URL the controller writes into every VWC), and the controller, each a process the soak may kill.
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -20,7 +21,8 @@ import {
 import { AllowAllWebhook } from "./allow-all.ts";
 import { HOSTILE_PROVIDER, setupHostileProvider, type HostileProvider } from "./hostile-provider.ts";
 import { StatusReadingWebhook } from "./status-reader.ts";
-import type { ProcessExit } from "./history.ts";
+import type { LocalTargetConsent, ProcessExit } from "./history.ts";
+import { DECLINING, VAULT_PROVIDER, protectLocalTargets, setupVault } from "./local-targets.ts";
 import { SOAK_PROVIDER, serverRule, setupSoakProvider, soakBinding } from "./provider.ts";
 import type { RoundRobinProxy } from "./proxy.ts";
 import { startProcesses, type Supervised } from "./replicas.ts";
@@ -51,6 +53,8 @@ export class SoakEnv {
   readonly exits: ProcessExit[];
   readonly workspaces: Record<string, string>;
   readonly webhookPorts: number[];
+  /** Which consumers accepted the vault export's claim (its local-target rule protects their Secrets) and declined. */
+  readonly localTargets: LocalTargetConsent[];
   /** Consumer workspaces a run deleted: later runs on this env leave them out. */
   readonly deletedWorkspaces = new Set<string>();
   private allowAll: AllowAllWebhook | undefined;
@@ -69,6 +73,7 @@ export class SoakEnv {
     exits: ProcessExit[];
     workspaces: Record<string, string>;
     webhookPorts: number[];
+    localTargets: LocalTargetConsent[];
   }) {
     this.kcp = init.kcp;
     this.topo = init.topo;
@@ -82,6 +87,7 @@ export class SoakEnv {
     this.exits = init.exits;
     this.workspaces = init.workspaces;
     this.webhookPorts = init.webhookPorts;
+    this.localTargets = init.localTargets;
   }
 
   /** `lookup`: the webhook's mode, and so its read grant (the providers' consent, or the per-shard grant). */
@@ -102,11 +108,16 @@ export class SoakEnv {
       log(`${HOSTILE_PROVIDER}: gadgets, bound to dep-ctrl, index consent and a rule on VPCs, all with its own token`);
       const provider = await setupHostileProvider(kcp);
       workspaces[provider.cluster] = HOSTILE_PROVIDER;
+      log(`${VAULT_PROVIDER}: endpoints naming Secrets, claim accepted by the consumers but ${DECLINING}, own tokens`);
+      const vault = await setupVault(kcp, consumers, hostile, lookup);
+      workspaces[vault.cluster] = VAULT_PROVIDER;
       const processes = await startProcesses(kcp, lookup, log);
-      log("rules: the fixtures' VM rule (compute provider) and the soak's server rule (churned)");
+      log("rules: the fixtures' VM rule (compute provider), the soak's server rule (churned), the vault's Secret rule");
       await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
       await apply(kcp.ws(SOAK_PROVIDER), [serverRule(topo.vars, "full")]);
-      return new SoakEnv({ kcp, topo, consumers, hostile, provider, workspaces, ...processes });
+      await protectLocalTargets(vault, consumers);
+      const localTargets = [vault.consent];
+      return new SoakEnv({ kcp, topo, consumers, hostile, provider, workspaces, localTargets, ...processes });
     } catch (err) {
       await kcp.stop();
       throw err;

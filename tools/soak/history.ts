@@ -141,6 +141,19 @@ export interface History {
    * permission policy on the dep-ctrl export was off (so a tenant's forged status landed). */
   statusReadBack?: boolean;
   statusPolicyOff?: boolean;
+  /**
+   * Local targets (docs/architecture.md): per dependent export, which consumers accepted its
+   * validatingwebhookconfigurations claim and which declined it, fixed for the run (absent in older histories).
+   */
+  localTargets?: LocalTargetConsent[];
+}
+
+/** One dependent export's claim as the consumers answered it: logical clusters that accepted and that declined. */
+export interface LocalTargetConsent {
+  /** `<provider's logical cluster>/<export name>`: the rule's workspace and its `spec.dependent.apiExportName`. */
+  export: string;
+  accepted: string[];
+  declined: string[];
 }
 
 export const keyOf = (k: ObjectKey): string => `${k.cluster}|${k.resource}|${k.namespace}|${k.name}`;

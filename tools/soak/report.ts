@@ -2,8 +2,7 @@
 // races inside the window, with the headline `0 violations in N operations, M faults`.
 import type { CheckResult, Invariant } from "./checker.ts";
 import type { History, OpRecord } from "./history.ts";
-
-const DELETES = new Set(["delete", "delete-dry-run", "delete-collection", "probe", "window-probe"]);
+import { DELETES } from "./invariants/refusals.ts";
 
 /** A delete's 409 is the webhook's denial; any other request's 409 is a conflict (the object exists already). */
 export function outcome(op: OpRecord): "allowed" | "denied" | "conflict" | "not found" | "errored" {
@@ -98,7 +97,7 @@ export function summary(h: History, r: CheckResult): string {
         `conflict ${row["conflict"] ?? 0}, not found ${row["not found"] ?? 0}, errored ${row["errored"] ?? 0}`,
     );
   }
-  lines.push(faultsLine(h));
+  lines.push(faultsLine(h), ...localTargetLines(h, r));
   lines.push(...hostileLines(h, r));
   const w = h.window.map((s) => s.visibleAfterMs).sort((a, b) => a - b);
   lines.push(
@@ -157,4 +156,26 @@ function ruleChangeToReady(h: History): number[] {
     out.push(ready ? ready.recvAt - op.answeredAt : Number.POSITIVE_INFINITY);
   }
   return out;
+}
+
+/** Per local-target export, the deletes of the core types in the consumers that accepted its claim and declined it. */
+export function localTargetLines(h: History, r: CheckResult): string[] {
+  const lines: string[] = [];
+  for (const consent of h.localTargets ?? []) {
+    const tally = (clusters: string[]): string => {
+      const row: Record<string, number> = {};
+      const ops = h.ops.filter(
+        (op) => DELETES.has(op.kind) && !op.resource.includes(".") && clusters.includes(op.cluster),
+      );
+      for (const op of ops) row[outcome(op)] = (row[outcome(op)] ?? 0) + 1;
+      const by = Object.entries(row).map(([k, n]) => `${k} ${n}`);
+      return `${ops.length} deletes (${by.join(", ") || "none"})`;
+    };
+    lines.push(
+      `local targets of ${consent.export}: ${tally(consent.accepted)} in ${consent.accepted.length} consumers that ` +
+        `accepted its claim; ${tally(consent.declined)} in ${consent.declined.length} that declined ` +
+        `(${r.checkedDeclined} judged: none may reach the webhook)`,
+    );
+  }
+  return lines;
 }

@@ -13,7 +13,7 @@ import { sentinelProbe, setupSentinel, windowProbe } from "./probes.ts";
 import { drain } from "./drain.ts";
 import { Recorder } from "./recorder.ts";
 import { Rng } from "./rng.ts";
-import { KINDS } from "./kinds.ts";
+import { KINDS, apiPath } from "./kinds.ts";
 import { OpLog, sleep, type WorkloadOptions } from "./oplog.ts";
 import { deleteWorkspaceLater, ruleChurner } from "./churn.ts";
 import { worker } from "./workload.ts";
@@ -22,6 +22,7 @@ import { PATHS } from "../kcp/topology.ts";
 import { startHostile } from "./hostile.ts";
 import { CARELESS_PROVIDER } from "./tenants.ts";
 import { HOSTILE_PROVIDER, startHostileProvider } from "./hostile-provider.ts";
+import { VAULT_PROVIDER } from "./local-targets.ts";
 
 export interface SoakOptions {
   seed: number;
@@ -135,6 +136,7 @@ function emptyHistory(env: SoakEnv, o: SoakOptions): History {
     statusReadBack: o.weakenedStatus,
     statusPolicyOff: o.weakenedStatus || !o.statusPolicy,
     workspaces: { ...env.workspaces },
+    localTargets: env.localTargets,
     watches: [],
     ops: [],
     faults: [],
@@ -155,7 +157,9 @@ async function recordAll(recorder: Recorder, env: SoakEnv, shards: Record<string
     path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
     resource: WORKSPACE_RESOURCE,
   });
-  const providers = [PATHS.compute, SOAK_PROVIDER, CARELESS_PROVIDER, HOSTILE_PROVIDER].map((p) => clusterOf(env, p));
+  const providers = [PATHS.compute, SOAK_PROVIDER, CARELESS_PROVIDER, HOSTILE_PROVIDER, VAULT_PROVIDER].map((p) =>
+    clusterOf(env, p),
+  );
   for (const provider of providers) {
     await recorder.watch({
       shard: "root",
@@ -180,7 +184,7 @@ async function recordAll(recorder: Recorder, env: SoakEnv, shards: Record<string
         shard: c.shard,
         conn,
         cluster: c.cluster,
-        path: `/apis/${k.apiVersion}/${k.plural}`,
+        path: `${apiPath(k)}/${k.plural}`,
         resource: k.resource,
       });
     }

@@ -1,7 +1,8 @@
 // The seeded workload: concurrent workers that create, update and delete dependencies (VPCs, subnets, cluster-scoped
-// zones) and dependents (VMs with single references, servers with `[*]` subnet lists, references changing on
-// update), DELETECOLLECTION and dry-run deletes, namespace deletions, the skip-protection annotation now and then,
-// and rule churn. Every request is logged with its sent and answered times, its status and kcp's message.
+// zones, and Secrets of the consumer workspace itself) and dependents (VMs with single references, servers with `[*]`
+// subnet lists, Endpoints naming a Secret through the local-target rule, references changing on update),
+// DELETECOLLECTION and dry-run deletes, namespace deletions, the skip-protection annotation now and then, and rule
+// churn. Every request is logged with its sent and answered times, its status and kcp's message.
 import { type Consumer } from "./env.ts";
 import type { Answer } from "./kube.ts";
 import { DELETABLE_NAMESPACES, KINDS, NAMESPACES, POOL, collection, type Kind } from "./kinds.ts";
@@ -39,7 +40,7 @@ interface Target {
 async function step(worker: string, o: WorkloadOptions, c: Consumer, ns: string): Promise<void> {
   const { rng, log, conn } = o;
   const base = { worker, cluster: c.cluster, workspace: c.path };
-  const dep = rng.pick(["vpc", "vpc", "subnet", "subnet", "zone"] as const);
+  const dep = rng.pick(["vpc", "vpc", "subnet", "subnet", "zone", "secret"] as const);
   const depKind = KINDS[dep];
   const t: Target = { o, c, ns, base, depKind, depNs: depKind.namespaced ? ns : "", depName: "" };
   t.depName = `${dep}-${rng.int(0, POOL[dep] - 1)}`;
@@ -69,17 +70,35 @@ function createDependency({ o, c, ns, base, depKind, depNs, depName }: Target): 
     { ...base, kind: "create", resource: depKind.resource, namespace: depNs, name: depName },
     "POST",
     `${wsPath(c)}${collection(depKind, ns)}`,
-    { body: { apiVersion: depKind.apiVersion, kind: depKind.kind, metadata: { name: depName }, spec: {} } },
+    {
+      body: {
+        apiVersion: depKind.apiVersion,
+        kind: depKind.kind,
+        metadata: { name: depName },
+        ...(depKind.fresh ?? { spec: {} }),
+      },
+    },
   );
 }
 
-/** A VM or a server applied with fresh references (server-side apply: created when missing). */
+/** The dependent kinds, each with its name pool and how it draws fresh references. */
+const DEPENDENTS = [
+  { key: "vm", spec: vmSpec },
+  { key: "server", spec: serverSpec },
+  { key: "endpoint", spec: endpointSpec },
+] as const;
+
+/** A dependent drawn from its kind's pool. */
+function pickDependent(rng: Rng): { k: Kind; name: string; spec: (rng: Rng) => Record<string, unknown> } {
+  const { key, spec } = rng.pick(DEPENDENTS);
+  return { k: KINDS[key], name: `${key}-${rng.int(0, POOL[key] - 1)}`, spec };
+}
+
+/** A VM, a server or an Endpoint applied with fresh references (server-side apply: created when missing). */
 async function applyDependent({ o, c, ns, base }: Target): Promise<Answer> {
   const { rng, log } = o;
-  const isVm = rng.chance(0.5);
-  const k = isVm ? KINDS.vm : KINDS.server;
-  const name = `${isVm ? "vm" : "server"}-${rng.int(0, (isVm ? POOL.vm : POOL.server) - 1)}`;
-  const spec = isVm ? vmSpec(rng) : serverSpec(rng);
+  const { k, name, spec: draw } = pickDependent(rng);
+  const spec = draw(rng);
   const answer = await log.send(
     o.conn,
     { ...base, kind: "update", resource: k.resource, namespace: ns, name },
@@ -112,9 +131,7 @@ function deleteDependency({ o, c, ns, base, depKind, depNs, depName }: Target): 
 }
 
 function deleteDependent({ o, c, ns, base }: Target): Promise<Answer> {
-  const isVm = o.rng.chance(0.5);
-  const k = isVm ? KINDS.vm : KINDS.server;
-  const name = `${isVm ? "vm" : "server"}-${o.rng.int(0, (isVm ? POOL.vm : POOL.server) - 1)}`;
+  const { k, name } = pickDependent(o.rng);
   return o.log.send(
     o.conn,
     { ...base, kind: "delete", resource: k.resource, namespace: ns, name },
@@ -124,7 +141,7 @@ function deleteDependent({ o, c, ns, base }: Target): Promise<Answer> {
 }
 
 function deleteCollection({ o, c, ns, base }: Target): Promise<Answer> {
-  const k = o.rng.pick([KINDS.vpc, KINDS.subnet, KINDS.server, KINDS.vm]);
+  const k = o.rng.pick([KINDS.vpc, KINDS.subnet, KINDS.server, KINDS.vm, KINDS.secret, KINDS.endpoint]);
   return o.log.send(
     o.conn,
     { ...base, kind: "delete-collection", resource: k.resource, namespace: ns, name: "" },
@@ -178,4 +195,9 @@ function serverSpec(rng: Rng): Record<string, unknown> {
     ...(rng.chance(0.3) ? { subnetRef: { name: `subnet-${rng.int(0, POOL.subnet - 1)}` } } : {}),
     nics,
   };
+}
+
+/** An Endpoint names a Secret of its own workspace (tools/soak/local-targets.ts: the rule's `.spec.secretRef.name`). */
+function endpointSpec(rng: Rng): Record<string, unknown> {
+  return rng.chance(0.85) ? { secretRef: { name: `secret-${rng.int(0, POOL.secret - 1)}` } } : {};
 }

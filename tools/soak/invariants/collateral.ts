@@ -15,14 +15,15 @@
 //     resource existed then. Its dependents (gadgets, widgets) are never created, so every refusal it causes is
 //     collateral;
 //   - the hostile consumer's overload, only as refusals.ts's hostileOwn says: its own workspace and overloaded types.
+// (A local target's delete the webhook refused in a consumer that declined its claim is consent.ts's to judge: there
+// nothing excuses it.)
 // Hostile episodes (the hostile provider's forged rule status and endpoint slices among them) are no fault: while only they are under way, every other refusal is a violation, and slow uploads
 // excuse nothing at all (a review takes a slot only once its body is whole).
 import type { FaultRecord, OpRecord } from "../history.ts";
 import type { Judging, RefusalKind } from "./findings.ts";
-import { hostileDuring, hostileOwn, overlaps, refusalOf } from "./refusals.ts";
+import { webhookAsked } from "./consent.ts";
+import { DELETES, hostileDuring, hostileOwn, overlaps, refusalOf } from "./refusals.ts";
 import { iso, versionsOver } from "./timeline.ts";
-
-const DELETES = new Set(["delete", "delete-dry-run", "delete-collection", "probe", "window-probe"]);
 
 type Span = [number, number];
 
@@ -61,6 +62,7 @@ export function checkCollateral(j: Judging): void {
     }
     const kind = refusalOf(op);
     if (!kind) continue;
+    if (webhookAsked(op) && j.tl.declinedLocal(op.cluster, op.resource)) continue; // consent.ts judges it
     j.out.refused[kind]++;
     if (kind === "unavailable") j.out.refusedUnavailable++;
     if (excused || standing.some((f) => dependentsThere(j, op, f))) continue;

@@ -41,6 +41,8 @@ export interface CheckResult {
   checkedSlowUploads: number;
   /** Of those, while the hostile provider's forged status or slice stood (or it kept trying to forge the status). */
   checkedProvider: number;
+  /** Deletes of a local target in a consumer that declined its claim (what consent.ts judged: none may be refused). */
+  checkedDeclined: number;
   /** Per rule, the share of the run it was Ready (I1 only holds a Ready rule to its word). */
   readyShare: Record<string, number>;
 }

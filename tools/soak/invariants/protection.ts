@@ -1,5 +1,5 @@
 // I1, protection: no dependency is deleted while a dependent referenced it for the whole window before the delete
-// under a Ready rule. Real deletes are ordered by the shard's resourceVersions; allowed dry-run deletes by our own log.
+// under a Ready rule (a local target's only where the consumer accepted its claim). Real deletes are ordered by the shard's resourceVersions; allowed dry-run deletes by our own log.
 import { namesAt } from "../fieldpath.ts";
 import { keyOf, type OpRecord, type WatchRecord } from "../history.ts";
 import type { Judging } from "./findings.ts";
@@ -66,7 +66,9 @@ function checkDelete(j: Judging, rec: WatchRecord, cause: OpRecord | undefined):
   const sentAt = cause?.sentAt ?? rec.recvAt;
   const versions = j.tl.objects.get(keyOf(rec)) ?? [];
   if (versions.some((v) => v.recvAt >= sentAt - W && v.rv <= rec.rv && skipAnnotated(v))) return;
-  const edges = j.tl.edgesInForce(sentAt - W, rec.recvAt).filter((e) => e.dependency === rec.resource);
+  const edges = j.tl
+    .edgesInForce(sentAt - W, rec.recvAt)
+    .filter((e) => e.dependency === rec.resource && j.tl.protectsIn(e, rec.cluster));
   for (const { key, versions: dv } of j.tl.dependentsOf(rec.cluster, edges)) {
     for (const edge of edges.filter((e) => key.split("|")[1] === e.dependent)) {
       const d = dv[0];
@@ -99,7 +101,9 @@ export function checkDryRunDeletes(j: Judging): void {
     const to = op.answeredAt + j.h.windowMs;
     const target = j.tl.objects.get(keyOf(op)) ?? [];
     if (versionsOver(target, from, to).some(skipAnnotated)) continue;
-    const edges = j.tl.edgesInForce(from, to).filter((e) => e.dependency === op.resource);
+    const edges = j.tl
+      .edgesInForce(from, to)
+      .filter((e) => e.dependency === op.resource && j.tl.protectsIn(e, op.cluster));
     for (const { key, versions: dv } of j.tl.dependentsOf(op.cluster, edges)) {
       for (const edge of edges.filter((e) => key.split("|")[1] === e.dependent)) {
         checkDryRunAgainst(j, op, edge, dv, from, to);

@@ -13,6 +13,15 @@
 import type { HostileEpisode, OpRecord } from "../history.ts";
 import type { Judging, RefusalKind } from "./findings.ts";
 
+/** The operations that delete (or dry-run delete) and so may be refused. */
+export const DELETES: ReadonlySet<string> = new Set([
+  "delete",
+  "delete-dry-run",
+  "delete-collection",
+  "probe",
+  "window-probe",
+]);
+
 export const REFUSAL_KINDS: readonly RefusalKind[] = ["unavailable", "webhook failure", "lookup failed", "no answer"];
 
 export function refusalOf(op: OpRecord): RefusalKind | undefined {

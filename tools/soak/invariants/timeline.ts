@@ -1,6 +1,6 @@
 // What the checker reads a history as: every object's versions in the order its shard wrote them, and each rule's
 // versions over time as edges (dependent → dependency at a field path), with when the rule was Ready.
-import { keyOf, type History, type WatchRecord } from "../history.ts";
+import { keyOf, type History, type LocalTargetConsent, type WatchRecord } from "../history.ts";
 
 export const SKIP_ANNOTATION = "dependencies.opendefense.cloud/skip-protection";
 export const RULE_RESOURCE = "dependencyrules.dependencies.opendefense.cloud";
@@ -9,8 +9,14 @@ export interface RuleEdge {
   rule: string;
   dependent: string; // "virtualmachines.compute.test.io"
   dependentKind: string;
-  dependency: string; // "vpcs.network.test.io"
+  dependency: string; // "vpcs.network.test.io", or "secrets" for a core type
   path: string;
+  /**
+   * A local target's (`group: ""`, a type of the consumer workspace itself): the dependent's export, as
+   * `<rule's logical cluster>/<spec.dependent.apiExportName>`. It protects only where the consumer accepted that
+   * export's claim (History.localTargets).
+   */
+  localExport?: string;
 }
 
 export interface RuleVersion {
@@ -43,13 +49,17 @@ function ruleVersion(rec: WatchRecord, workspaces: Record<string, string>): Rule
   const ruleName = `${workspaces[rec.cluster] ?? rec.cluster}/${rec.name}`;
   // A Warn rule lets referenced deletes through with a warning: it holds nobody to I1.
   const enforcing = s["enforcement"] === undefined || s["enforcement"] === "Deny";
-  const edges = (enforcing ? deps : []).map((d) => ({
-    rule: ruleName,
-    dependent: `${dependent["resource"] ?? ""}.${dependent["group"] ?? ""}`,
-    dependentKind: dependent["kind"] ?? "",
-    dependency: `${String(d["resource"])}.${String(d["group"])}`,
-    path: String((d["fieldRef"] as Record<string, string> | undefined)?.["path"] ?? ""),
-  }));
+  const edges = (enforcing ? deps : []).map((d): RuleEdge => {
+    const local = d["group"] === "";
+    return {
+      rule: ruleName,
+      dependent: `${dependent["resource"] ?? ""}.${dependent["group"] ?? ""}`,
+      dependentKind: dependent["kind"] ?? "",
+      dependency: local ? String(d["resource"]) : `${String(d["resource"])}.${String(d["group"])}`,
+      path: String((d["fieldRef"] as Record<string, string> | undefined)?.["path"] ?? ""),
+      ...(local ? { localExport: `${rec.cluster}/${dependent["apiExportName"] ?? ""}` } : {}),
+    };
+  });
   return { recvAt: rec.recvAt, deleted: rec.type === "DELETED", ready, edges };
 }
 
@@ -58,8 +68,12 @@ export class Timeline {
   readonly objects = new Map<string, Versions>();
   readonly rules = new Map<string, RuleVersion[]>();
   readonly byCluster = new Map<string, Set<string>>();
+  private readonly consent: Map<string, LocalTargetConsent>;
+  /** `<cluster>|<resource>` of the local targets a consumer declined (declinedLocal), built on first use. */
+  private declined: Set<string> | undefined;
 
   constructor(h: History) {
+    this.consent = new Map((h.localTargets ?? []).map((c) => [c.export, c]));
     for (const rec of h.watches) {
       const k = keyOf(rec);
       let v = this.objects.get(k);
@@ -105,6 +119,23 @@ export class Timeline {
       for (const v of versionsOver(versions, from, to)) if (!v.deleted) out.push(...v.edges);
     }
     return out;
+  }
+
+  /** Whether `edge` protects in `cluster`: every edge does but a local target's, only where its claim was accepted. */
+  protectsIn(edge: RuleEdge, cluster: string): boolean {
+    return edge.localExport === undefined || (this.consent.get(edge.localExport)?.accepted.includes(cluster) ?? false);
+  }
+
+  /** Whether `cluster` declined the claim of an export whose rules ever named `resource` as a local target. */
+  declinedLocal(cluster: string, resource: string): boolean {
+    if (!this.declined) {
+      this.declined = new Set();
+      for (const e of this.edgesEver(0, Number.MAX_SAFE_INTEGER)) {
+        for (const c of (e.localExport && this.consent.get(e.localExport)?.declined) || [])
+          this.declined.add(`${c}|${e.dependency}`);
+      }
+    }
+    return this.declined.has(`${cluster}|${resource}`);
   }
 
   /** The objects in `cluster` of a dependent type of one of `edges`. */
