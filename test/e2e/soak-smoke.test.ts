@@ -1,6 +1,7 @@
 // The soak in its smoke size (tools/soak/, `npm run soak` for the long run): a fixed seed, four workers, faults every
-// 8–15 s, rule churn, a workspace deletion, the careless author, the hostile consumer and the hostile provider (its
-// status forgeries all refused 403, its slice rewrites taken, its listener never connected to) on a two-shard kcp with
+// 8–15 s, rule churn, a workspace deletion, the careless author, the hostile consumer, the hostile provider (its
+// status forgeries all refused 403, its slice rewrites taken, its listener never connected to) and Secrets protected by
+// a local-target rule where the consumer accepted its claim (denied there, through where it declined) on a two-shard kcp with
 // two webhook replicas behind one address; it fails on any violation of I1–I6. A short run with only the careless author
 // and the hostile consumer (no other fault, no rule churn inside it) makes I5 judge deletes while the faulty rule
 // stands, while the hostile consumer's dependents are over the index's names cap and budget, and while slow uploads
@@ -17,6 +18,7 @@ import { SoakEnv } from "../../tools/soak/env.ts";
 import { summary } from "../../tools/soak/report.ts";
 import type { History } from "../../tools/soak/history.ts";
 import { runSoak, type SoakOptions } from "../../tools/soak/soak.ts";
+import type { CheckResult } from "../../tools/soak/checker.ts";
 
 const SEED = 20261122;
 let env: SoakEnv | undefined;
@@ -70,6 +72,7 @@ test("soak smoke: 0 violations of I1–I5 under load, faults and churn (fixed se
   assert.ok(history.faults.length > 0, "the smoke run injected no fault");
   assert.ok(result.checkedDeletes > 0, "the smoke run checked no dependency delete");
   providerRefused(history);
+  localTargetsExercised(history, result);
   assert.deepEqual(
     result.violations.map((v) => `${v.invariant}: ${v.message}`),
     [],
@@ -116,6 +119,26 @@ test(
     );
   },
 );
+
+/**
+ * The local-target rule's Secrets were deleted where the consumer accepted its claim (some denied: an Endpoint named
+ * them) and where it declined (some went through, none judged otherwise: I5 would have said).
+ */
+function localTargetsExercised(history: History, result: CheckResult): void {
+  const consent = history.localTargets?.[0];
+  assert.ok(consent && consent.declined.length > 0, "no consumer declined the vault export's claim");
+  const deletes = (clusters: string[]) =>
+    history.ops.filter((op) => op.kind === "delete" && op.resource === "secrets" && clusters.includes(op.cluster));
+  assert.ok(
+    deletes(consent.accepted).some((op) => op.status === 409),
+    "no Secret delete was denied where the claim was accepted",
+  );
+  assert.ok(
+    deletes(consent.declined).some((op) => op.status === 200),
+    "no Secret delete went through where the claim was declined",
+  );
+  assert.ok(result.checkedDeclined > 0, "the checker judged no delete where the claim was declined");
+}
 
 /**
  * The hostile provider forged its rule's status and rewrote its slice: kcp refused every status write (the maximal

@@ -94,6 +94,7 @@ export class SoakEnv {
   static async start(log: (line: string) => void, lookup: LookupMode = "index"): Promise<SoakEnv> {
     log(`starting the sharded kcp (2 shards, front-proxy, cache server); webhook --lookup=${lookup}`);
     const kcp = await startShardedKcp({ tokens: TOKENS });
+    let processes: Awaited<ReturnType<typeof startProcesses>> | undefined;
     try {
       const topo = await setupTopology(kcp, { placement: PLACEMENT, log, lookup });
       const workspaces: Record<string, string> = { root: "root" };
@@ -108,10 +109,10 @@ export class SoakEnv {
       log(`${HOSTILE_PROVIDER}: gadgets, bound to dep-ctrl, index consent and a rule on VPCs, all with its own token`);
       const provider = await setupHostileProvider(kcp);
       workspaces[provider.cluster] = HOSTILE_PROVIDER;
-      log(`${VAULT_PROVIDER}: endpoints naming Secrets, claim accepted by the consumers but ${DECLINING}, own tokens`);
+      log(`${VAULT_PROVIDER} (shard-1): endpoints naming Secrets, claim accepted but by ${DECLINING}, own tokens`);
       const vault = await setupVault(kcp, consumers, hostile, lookup);
       workspaces[vault.cluster] = VAULT_PROVIDER;
-      const processes = await startProcesses(kcp, lookup, log);
+      processes = await startProcesses(kcp, lookup, log);
       log("rules: the fixtures' VM rule (compute provider), the soak's server rule (churned), the vault's Secret rule");
       await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
       await apply(kcp.ws(SOAK_PROVIDER), [serverRule(topo.vars, "full")]);
@@ -119,6 +120,9 @@ export class SoakEnv {
       const localTargets = [vault.consent];
       return new SoakEnv({ kcp, topo, consumers, hostile, provider, workspaces, localTargets, ...processes });
     } catch (err) {
+      // A setup that fails after the binaries started stops them too, or they keep the test process alive.
+      await Promise.all([...(processes?.webhooks ?? []), processes?.controller].map((p) => p?.stop()));
+      await processes?.proxy.close();
       await kcp.stop();
       throw err;
     }

@@ -28,6 +28,13 @@ import type { LocalTargetConsent } from "./history.ts";
 import { grantIndexAs, type Consumer } from "./tenants.ts";
 
 export const VAULT_PROVIDER = "root:vault-provider";
+/**
+ * On shard-1, unlike the other providers: the controller reaches an export's virtual workspace only on the shards
+ * the dep-ctrl export's endpoint slice lists (local-targets-sync.ts), and kcp lists a shard there only once a binding
+ * of dep-ctrl is on it. With every provider on root, the consumers on shard-1 were never counted (the first smoke
+ * run here timed out waiting for the rule to count them); a provider binding dep-ctrl on shard-1 makes it listed.
+ */
+const VAULT_SHARD = "shard-1";
 /** The innocent consumer that declines the claim: on shard-1, beside consumer2, which accepts. */
 export const DECLINING = "root:consumer3";
 const RULES = "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules";
@@ -51,7 +58,7 @@ export async function setupVault(
   hostile: Consumer,
   lookup: LookupMode,
 ): Promise<Vault> {
-  const cluster = await createWorkspace(kcp.admin, VAULT_PROVIDER, { shard: "root" });
+  const cluster = await createWorkspace(kcp.admin, VAULT_PROVIDER, { shard: VAULT_SHARD });
   await apply(kcp.ws(PATHS.depCtrl), bindGrant(EXPORT_NAME));
   const provider = (await tenant(kcp, VAULT_PROVIDER, { name: "owner" })).client;
   await apply(provider, vaultApi());
@@ -85,6 +92,7 @@ export async function setupVault(
 export async function protectLocalTargets(vault: Vault, consumers: Consumer[]): Promise<void> {
   await apply(vault.provider, [vaultRule()]);
   const total = vault.consent.accepted.length + vault.consent.declined.length;
+  let last = "no LocalTargetsProtected condition";
   await waitFor(
     `LocalTargetsProtected in ${vault.consent.accepted.length} of ${total} consumers`,
     async () => {
@@ -92,11 +100,14 @@ export async function protectLocalTargets(vault: Vault, consumers: Consumer[]): 
         `${RULES}/endpoint-credentials`,
       );
       const c = r.status?.conditions?.find((x) => x["type"] === "LocalTargetsProtected");
+      if (c) last = `${c["status"]}/${c["reason"]}: ${c["message"]}`;
       const counting = `in ${vault.consent.accepted.length} of ${total} consumer workspaces`;
       return (c?.["status"] === "True" && c["message"]?.includes(counting)) || undefined;
     },
     { timeoutMs: 120_000, intervalMs: 1000 },
-  );
+  ).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; the rule said ${last}`);
+  });
   const accepting = consumers.filter((c) => vault.consent.accepted.includes(c.cluster));
   await Promise.all(accepting.map((c) => probeOnce(vault.consumers.get(c.path) as RestClient)));
 }
