@@ -121,8 +121,10 @@ export class SoakEnv {
       return new SoakEnv({ kcp, topo, consumers, hostile, provider, workspaces, localTargets, ...processes });
     } catch (err) {
       // A setup that fails after the binaries started stops them too, or they keep the test process alive.
-      await Promise.all([...(processes?.webhooks ?? []), processes?.controller].map((p) => p?.stop()));
-      await processes?.proxy.close();
+      if (processes) {
+        await Promise.all([...processes.webhooks, processes.controller].map((p) => p.stop()));
+        await processes.proxy.close();
+      }
       await kcp.stop();
       throw err;
     }

@@ -34,7 +34,7 @@ export const VAULT_PROVIDER = "root:vault-provider";
  * of dep-ctrl is on it. With every provider on root, the consumers on shard-1 were never counted (the first smoke
  * run here timed out waiting for the rule to count them); a provider binding dep-ctrl on shard-1 makes it listed.
  */
-const VAULT_SHARD = "shard-1";
+export const VAULT_SHARD = "shard-1";
 /** The innocent consumer that declines the claim: on shard-1, beside consumer2, which accepts. */
 export const DECLINING = "root:consumer3";
 const RULES = "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules";

@@ -22,7 +22,7 @@ import { PATHS } from "../kcp/topology.ts";
 import { startHostile } from "./hostile.ts";
 import { CARELESS_PROVIDER } from "./tenants.ts";
 import { HOSTILE_PROVIDER, startHostileProvider } from "./hostile-provider.ts";
-import { VAULT_PROVIDER } from "./local-targets.ts";
+import { VAULT_PROVIDER, VAULT_SHARD } from "./local-targets.ts";
 
 export interface SoakOptions {
   seed: number;
@@ -157,14 +157,12 @@ async function recordAll(recorder: Recorder, env: SoakEnv, shards: Record<string
     path: "/apis/tenancy.kcp.io/v1alpha1/workspaces",
     resource: WORKSPACE_RESOURCE,
   });
-  const providers = [PATHS.compute, SOAK_PROVIDER, CARELESS_PROVIDER, HOSTILE_PROVIDER, VAULT_PROVIDER].map((p) =>
-    clusterOf(env, p),
-  );
-  for (const provider of providers) {
+  const onRoot = [PATHS.compute, SOAK_PROVIDER, CARELESS_PROVIDER, HOSTILE_PROVIDER].map((p) => ({ p, shard: "root" }));
+  for (const { p, shard } of [...onRoot, { p: VAULT_PROVIDER, shard: VAULT_SHARD }]) {
     await recorder.watch({
-      shard: "root",
-      conn: rootShard,
-      cluster: provider,
+      shard,
+      conn: shards[shard] as ShardConn,
+      cluster: clusterOf(env, p),
       path: "/apis/dependencies.opendefense.cloud/v1alpha1/dependencyrules",
       resource: RULE_RESOURCE,
     });
