@@ -1,14 +1,17 @@
 // The dependents index on a real kcp, with only the providers' consent (deploy/rbac/provider-index.yaml) and no grant
 // on any shard: the webhook cannot read a consumer workspace directly, DELETEs are decided from the index, and a
-// provider that revokes its consent loses protection of what its rules protect, and nobody else does.
+// provider that revokes its consent loses protection of what its rules protect, and nobody else does. consumer1 and
+// the network provider act with their own ServiceAccount tokens (kcp.md §9); kcp-admin only set the topology up and
+// the operator restarts the webhook.
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { beforeEach, test } from "node:test";
 import { RestClient } from "../../src/kcp/rest.ts";
 import { apply } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { startKcp } from "../../tools/kcp/harness.ts";
-import { IDENTITIES, PATHS, TOKENS, grantIndex, scrapeSeries, waitReady } from "../../tools/kcp/topology.ts";
+import { IDENTITIES, PATHS, TOKENS, indexConsent, scrapeSeries, waitReady } from "../../tools/kcp/topology.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
+import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import {
   RULES,
   SUBNETS,
@@ -25,8 +28,15 @@ import {
 } from "./helpers.ts";
 
 const e2e = e2eSuite(() => startKcp({ tokens: TOKENS }), { lookup: "index" });
-const consumer1 = () => e2e.kcp.ws(PATHS.consumer1);
-const network = () => e2e.kcp.ws(PATHS.network);
+const owners = new Map<string, Tenant>();
+// Made once, at the first test: node runs root-level before hooks side by side, so kcp may not be up in one yet.
+beforeEach(async () => {
+  if (owners.size > 0) return;
+  for (const p of [PATHS.consumer1, PATHS.network]) owners.set(p, await tenant(e2e.kcp, p, { name: "index-owner" }));
+});
+const owner = (p: string) => owners.get(p) ?? assert.fail(`no tenant for ${p}`);
+const consumer1 = () => owner(PATHS.consumer1).client;
+const network = () => owner(PATHS.network).client;
 
 /** A subnet in the network provider's API that names its VPC. */
 const subnetIn = (name: string, vpcName: string) => ({
@@ -107,7 +117,7 @@ test("a provider's revoked consent refuses only the DELETEs its rules protect, w
   await ruleCondition("DependentsIndexed", "True", /the webhook indexes subnets\.network\.test\.io/);
 
   // The network provider withdraws its consent. An open watch keeps streaming until it is reopened (documented in
-  // docs/operations.md), so restart the webhook: it must come up ready and decide what it still may.
+  // docs/operations.md), so the operator restarts the webhook: it must come up ready and decide what it still may.
   const binding = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kcp-dependency-webhook-index-network.test.io";
   await network().request("DELETE", binding);
   await e2e.bins.webhook?.proc.stop();
@@ -141,7 +151,7 @@ test("a provider's revoked consent refuses only the DELETEs its rules protect, w
   await ruleCondition("Ready", "False", /DependentsIndexed/);
 
   // Consent given again: protection returns without a restart (the watch retries).
-  await grantIndex(e2e.kcp, PATHS.network, "network.test.io");
+  await apply(network(), indexConsent("network.test.io"));
   await waitForProtection(consumer1(), `${at(VPCS)}/net-vpc`, true, 120_000);
   await ruleCondition("Ready", "True", /installed/);
   await network().request("DELETE", `${RULES}/subnet-needs-vpc`);
