@@ -6,6 +6,9 @@
 // and list, in system:admin). The webhook runs with its default lookup (auto). It must protect from the first DELETE:
 // a VPC a VM references is refused 409 naming the VM, a VPC nothing references is deleted, and the rule's status
 // says live lookups protect it, from before the first DELETE (the webhook probes its live read access itself).
+// The providers apply the original's manifests unchanged, and write and read their rule, with their own ServiceAccount
+// tokens; the consumer binds, creates and deletes with its own (kcp.md §9). kcp-admin only does the platform
+// operator's part: the workspaces, the dep-ctrl side, the shard grant, and letting providers bind the dep-ctrl export.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -14,7 +17,7 @@ import { apply, createWorkspace, parseYaml, waitForBinding, type KObject } from 
 import { REPO_ROOT, startKcp, type Kcp } from "../../tools/kcp/harness.ts";
 import { RULES } from "../../tools/kcp/objects.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
-import { tenant } from "../../tools/kcp/tenant.ts";
+import { bindGrant, tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import { Binaries, EXPORT_NAME, PATHS, RBAC_VARS, scrapeSeries, TOKENS } from "../../tools/kcp/topology.ts";
 import {
   assertDenied,
@@ -103,8 +106,15 @@ const originalRule: KObject = {
   },
 };
 
-/** Sets everything up. */
-async function setUp(kcp: Kcp): Promise<void> {
+/** The tenants of the setup, each acting with its own workspace-scoped token. */
+interface Tenants {
+  network: Tenant;
+  compute: Tenant;
+  consumer: Tenant;
+}
+
+/** Sets everything up: kcp-admin for the operator's part, each provider and the consumer with its own token. */
+async function setUp(kcp: Kcp): Promise<Tenants> {
   for (const p of [PATHS.depCtrl, PATHS.network, PATHS.compute, PATHS.consumer1]) await createWorkspace(kcp.admin, p);
   // The product's side, as getting-started deploys it.
   await apply(kcp.ws(PATHS.depCtrl), file("deploy/kcp/maximal-permission-policy.yaml"));
@@ -112,29 +122,44 @@ async function setUp(kcp: Kcp): Promise<void> {
   await apply(kcp.ws(PATHS.depCtrl), file("deploy/kcp/apiexport.yaml"));
   await apply(kcp.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), VARS);
   await apply(kcp.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), VARS);
-  // The original's side: its shard grant, its provider bindings, no index consent.
+  // The operator lets tenants bind the dep-ctrl export: no manifest of the product or the original grants `bind` on it
+  // (getting-started binds as kcp-admin), and a provider's own token may not bind without it.
+  await apply(kcp.ws(PATHS.depCtrl), bindGrant(EXPORT_NAME));
+  // The original's side: its shard grant (system:admin is the operator's), its provider bindings, no index consent.
   for (const shard of kcp.shardAdmins)
     await apply(shard.forCluster("system:admin"), originalShardGrant(ORIGINAL_WEBHOOK.user));
-  await apply(kcp.ws(PATHS.network), file("test/fixtures/network-provider.yaml"));
-  await apply(kcp.ws(PATHS.compute), file("test/fixtures/compute-provider.yaml"));
-  for (const p of [PATHS.network, PATHS.compute]) {
-    await apply(kcp.ws(p), [originalBinding(PATHS.depCtrl)]);
-    await waitForBinding(kcp.ws(p), EXPORT_NAME);
+  const t: Tenants = {
+    network: await tenant(kcp, PATHS.network, { name: "original-owner" }),
+    compute: await tenant(kcp, PATHS.compute, { name: "original-owner" }),
+    consumer: await tenant(kcp, PATHS.consumer1, { name: "original-owner" }),
+  };
+  // Each provider, with its own token: the original's fixture unchanged, its export open to consumers (a provider's own
+  // RBAC beside the fixture, which grants no `bind`), and the original's binding of the dep-ctrl export.
+  for (const [p, fixture, exportName] of [
+    [t.network, "test/fixtures/network-provider.yaml", "network.test.io"],
+    [t.compute, "test/fixtures/compute-provider.yaml", "compute.test.io"],
+  ] as const) {
+    await apply(p.client, file(fixture));
+    await apply(p.client, bindGrant(exportName));
+    await apply(p.client, [originalBinding(PATHS.depCtrl)]);
+    await waitForBinding(p.client, EXPORT_NAME);
   }
   const vars = { NETWORK_PROVIDER_PATH: PATHS.network, COMPUTE_PROVIDER_PATH: PATHS.compute };
-  await apply(kcp.ws(PATHS.consumer1), parseYaml(file("test/fixtures/consumer-bindings.yaml"), vars));
-  await waitForBinding(kcp.ws(PATHS.consumer1), "network.test.io");
-  await waitForBinding(kcp.ws(PATHS.consumer1), "compute.test.io");
+  await apply(t.consumer.client, parseYaml(file("test/fixtures/consumer-bindings.yaml"), vars));
+  await waitForBinding(t.consumer.client, "network.test.io");
+  await waitForBinding(t.consumer.client, "compute.test.io");
+  return t;
 }
 
 describe("drop-in from the Go original: its manifests and RBAC, unchanged", () => {
   let kcp: Kcp | undefined;
   let bins: Binaries | undefined;
+  let tenants: Tenants | undefined;
   let failed = false;
 
   before(async () => {
     kcp = await startKcp({ tokens: [...TOKENS, ORIGINAL_WEBHOOK] });
-    await setUp(kcp);
+    tenants = await setUp(kcp);
     bins = new Binaries(kcp, "auto");
     // The operator's one deploy-time choice (chart value, flag, here its environment variable): the original's
     // bindings never accepted the read-only claims, so its rules cannot be checked and are enforced only on this opt-in.
@@ -145,7 +170,7 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
       delete process.env["ENFORCE_UNVERIFIED_RULES"];
     }
     await bins.startController();
-    await apply(kcp.ws(PATHS.compute), [originalRule]);
+    await apply(tenants.compute.client, [originalRule]);
   });
 
   afterEach((t) => {
@@ -161,11 +186,10 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
   // lookup, is what tells it live lists protect the VM type. IndexForbidden ("not enforced") is the verdict of an
   // unprobed forbidden index, so the wait stops at either verdict and the assertion tells them apart.
   it("says before any DELETE that live lookups protect the rule", async () => {
-    const env = kcp!;
     const c = await waitFor(
       "rule vm-dependencies: DependentsIndexed with a forbidden index's verdict (LiveLookup or IndexForbidden)",
       async () => {
-        const r = await env.ws(PATHS.compute).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
+        const r = await tenants!.compute.client.get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
         const cond = r.status?.conditions?.find((x) => x.type === "DependentsIndexed");
         return cond && ["LiveLookup", "IndexForbidden"].includes(cond.reason) ? cond : undefined;
       },
@@ -181,11 +205,10 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
   // The webhook enforces the unchecked rule (the opt-in) and says so in its report; the rule's Ready follows that,
   // instead of reading "not enforced" while every referenced delete is refused.
   it("reads Ready=True with the opt-in, its references marked unchecked", async () => {
-    const env = kcp!;
     const conditions = await waitFor(
       "rule vm-dependencies: Ready=True",
       async () => {
-        const r = await env.ws(PATHS.compute).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
+        const r = await tenants!.compute.client.get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
         const ready = r.status?.conditions?.find((x) => x.type === "Ready");
         return ready?.status === "True" ? r.status!.conditions! : undefined;
       },
@@ -198,7 +221,7 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
 
   it("refuses a referenced VPC with 409 naming the VM, and deletes a free one", async () => {
     const env = kcp!;
-    const consumer = env.ws(PATHS.consumer1);
+    const consumer = tenants!.consumer.client;
     await waitForVwc(env, true);
     await create(consumer, vpc("my-vpc"), vm("my-vm", { vpc: "my-vpc" }), vpc("isolated-vpc"));
     await waitForProtection(consumer, `${at(VPCS)}/my-vpc`, true);
@@ -214,7 +237,7 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
     // What checked it: live lookups, because the provider never consented to the index.
     const series = `dependency_webhook_lookup_sources{source="live"}`;
     assert.equal(await scrapeSeries(bins!.webhook!, series), 1, series);
-    const r = await env.ws(PATHS.compute).get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
+    const r = await tenants!.compute.client.get<{ status?: { conditions?: Cond[] } }>(`${RULES}/vm-dependencies`);
     const cond = r.status?.conditions?.find((x) => x.type === "DependentsIndexed");
     assert.deepEqual([cond?.status, cond?.reason], ["True", "LiveLookup"], cond?.message);
   });
@@ -224,8 +247,8 @@ describe("drop-in from the Go original: its manifests and RBAC, unchanged", () =
     const env = kcp!;
     const rounds = await readyRace({
       env,
-      provider: await tenant(env, PATHS.compute),
-      consumer: await tenant(env, PATHS.consumer1),
+      provider: tenants!.compute,
+      consumer: tenants!.consumer,
       rule: (name) => ({ ...originalRule, metadata: { name } }),
       suiteRules: { names: ["vm-dependencies"], restore: [originalRule] },
       rounds: 3,
