@@ -1,10 +1,15 @@
-// The kubectl plugin on real kcp, run as a process the way kubectl runs it, with the user's own kubeconfig:
-// `why` prints every blocker the webhook denies with (past the message's cap of ten, through kcp's
-// status.details.causes), exits 1, then 0 once the dependents are gone; `graph` draws the topology's rule; `check`
-// finds a planted dangling reference; a user without rights gets a sentence, not a stack trace. The single-file build
-// (hack/plugin/build.ts, Node's SEA), alone in an empty directory on a PATH without Node, answers `why` as the source.
-// A tenant with its own ServiceAccount token asks `why` about a VM held in Terminating by a finalizer (its name, owner
-// and age), about the VPC that VM still blocks (refused as ever), and about the namespace being deleted around them.
+// The kubectl plugin on real kcp, run as a process the way kubectl runs it, as a tenant with its own ServiceAccount
+// token in a kubeconfig wherever a tenant can ask (kcp-admin sets the topology up, as the platform operator):
+// `why` as consumer1 prints every blocker the webhook denies with (past the message's cap of ten, through kcp's
+// status.details.causes), exits 1, then 0 once the dependents are gone; `graph` as the compute provider draws its
+// rule; `check` finds a planted dangling reference; a user without rights gets a sentence, not a stack trace. The
+// single-file build (hack/plugin/build.ts, Node's SEA), alone in an empty directory on a PATH without Node, answers
+// `why` as the source. A consumer asks `why` about a VM held in Terminating by a finalizer (its name, owner and age),
+// about the VPC that VM still blocks (refused as ever), and about the namespace being deleted around them.
+// A tenant's token is scoped to its workspace: no tenant may list root (the default walk for rules), and a consumer's
+// `--rule-workspace` of its provider is refused (403; on kcp v0.30.0 even after the provider bound get/list on its
+// rules and workspace access to system:authenticated, which let a static-token user read them). So which rule each
+// blocker comes from, and `check` of a consumer's workspace, are asked by the operator (kcp-admin), who reads both.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
@@ -15,7 +20,7 @@ import { PATHS, TOKENS } from "../../tools/kcp/topology.ts";
 import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { VMS, VPCS, at, create, e2eSuite, tryDelete, vm, vpc, waitForProtection } from "./helpers.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
-import { tenant } from "../../tools/kcp/tenant.ts";
+import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import type { WhyDocument } from "../../src/plugin/commands/why/report.ts";
 import { buildBinary } from "../../hack/plugin/build.ts";
 
@@ -40,8 +45,30 @@ function exec(file: string, args: string[], env: NodeJS.ProcessEnv = process.env
   });
 }
 
-/** The plugin as the admin (the kcp-admin token from kcp's own kubeconfig), acting in `workspace`. */
-function asAdmin(workspace: string, ...args: string[]): Promise<Run> {
+/** Each workspace's owner: its ServiceAccount token as a client and as the plugin's kubeconfig, made once. */
+const owners = new Map<string, { tenant: Tenant; kubeconfig: string }>();
+async function owner(workspace: string): Promise<{ tenant: Tenant; kubeconfig: string }> {
+  let o = owners.get(workspace);
+  if (!o) {
+    const t = await tenant(e2e.kcp, workspace, { name: "plugin-owner" });
+    const file = `plugin-owner-${workspace.replace(/:/g, "_")}.kubeconfig`;
+    o = { tenant: t, kubeconfig: e2e.kcp.kubeconfigFor(t.token, workspace, file) };
+    owners.set(workspace, o);
+  }
+  return o;
+}
+
+/** The plugin as the owner of `workspace` (its token; the kubeconfig's server is that workspace). */
+async function as(workspace: string, ...args: string[]): Promise<Run> {
+  return exec(process.execPath, [PLUGIN, ...args, `--kubeconfig=${(await owner(workspace)).kubeconfig}`]);
+}
+
+/**
+ * The plugin as the platform operator (kcp-admin), for the one thing no tenant can ask: which rule each blocker comes
+ * from, or whether a consumer's objects match a provider's rules, needs one identity that reads both workspaces, and
+ * a tenant's token is refused in every workspace but its own (docs/plugin.md: "providers, operators").
+ */
+function asOperator(workspace: string, ...args: string[]): Promise<Run> {
   return exec(process.execPath, [
     PLUGIN,
     ...args,
@@ -49,6 +76,13 @@ function asAdmin(workspace: string, ...args: string[]): Promise<Run> {
     "--context=base",
     `--workspace=${workspace}`,
   ]);
+}
+
+/** A tenant naming another workspace's rules: refused (kcp answers its scoped token 403 there) in a sentence, exit 2. */
+function assertRulesRefused(r: Run, provider: string): void {
+  assert.equal(r.code, 2, r.stdout + r.stderr);
+  assert.match(r.stderr, new RegExp(`^error: you may not read dependencyrules in ${provider}$`, "m"));
+  assertNoStackTrace(r);
 }
 
 async function which(command: string): Promise<string> {
@@ -65,7 +99,8 @@ function assertNoStackTrace(r: Run): void {
 
 describe("kubectl dependencies on real kcp", () => {
   it("why: every blocker of a refused delete (12, past the message's 10) from causes; exit 1, then 0", async () => {
-    const ws = e2e.kcp.ws(PATHS.consumer1);
+    const me = await owner(PATHS.consumer1);
+    const ws = me.tenant.client;
     await create(ws, vpc("big-vpc"), ...VM_NAMES.map((n) => vm(n, { vpc: "big-vpc" })));
     const target = `${at(VPCS)}/big-vpc`;
     await waitForProtection(ws, target, true);
@@ -82,7 +117,7 @@ describe("kubectl dependencies on real kcp", () => {
     const named = [...message.matchAll(/VirtualMachine\/(vm-\d+)/g)].map((m) => m[1]);
     assert.equal(named.length, 10);
 
-    const r = await asAdmin(PATHS.consumer1, "why", "vpc/big-vpc", "-n", "default");
+    const r = await as(PATHS.consumer1, "why", "vpc/big-vpc", "-n", "default");
     assert.equal(r.code, 1, r.stdout + r.stderr);
     // kcp v0.30.0 passes the webhook's status.details.causes through to the client: the plugin says so.
     assert.match(r.stdout, /still referenced by 12 objects \(from the webhook's status\.details\.causes\)/);
@@ -95,8 +130,13 @@ describe("kubectl dependencies on real kcp", () => {
     for (const n of named) assert.ok(r.stdout.includes(n!), `${n} of the denial message is in the plugin's list`);
     assert.match(r.stdout, new RegExp(`kubectl delete virtualmachine ${VM_NAMES.join(" ")} -n default`));
 
-    // Whoever may read the provider's rules also sees which rule each blocker comes from.
-    const withRule = await asAdmin(PATHS.consumer1, "why", "vpc/big-vpc", "--rule-workspace", PATHS.compute);
+    // The consumer may not read the compute provider's rules, so it cannot ask which rule each blocker comes from;
+    // the operator, who may read both workspaces, can.
+    assertRulesRefused(
+      await as(PATHS.consumer1, "why", "vpc/big-vpc", "--rule-workspace", PATHS.compute),
+      PATHS.compute,
+    );
+    const withRule = await asOperator(PATHS.consumer1, "why", "vpc/big-vpc", "--rule-workspace", PATHS.compute);
     assert.equal(withRule.code, 1, withRule.stderr);
     assert.match(withRule.stdout, /vm-12\s+\.spec\.vpcRef\.name\s+root:compute-provider:vm-dependencies/);
 
@@ -112,8 +152,7 @@ describe("kubectl dependencies on real kcp", () => {
         "dependencies",
         "why",
         "vpcs.network.test.io/big-vpc",
-        `--kubeconfig=${e2e.kcp.adminKubeconfig}`,
-        "--context=base",
+        `--kubeconfig=${me.kubeconfig}`,
         `--workspace=${PATHS.consumer1}`,
       ],
       { ...process.env, PATH: `${bin}:${process.env["PATH"] ?? ""}` },
@@ -123,13 +162,14 @@ describe("kubectl dependencies on real kcp", () => {
 
     for (const n of VM_NAMES) await ws.request("DELETE", `${at(VMS)}/${n}`);
     await waitForProtection(ws, target, false);
-    const after = await asAdmin(PATHS.consumer1, "why", "vpc/big-vpc");
+    const after = await as(PATHS.consumer1, "why", "vpc/big-vpc");
     assert.equal(after.code, 0, after.stdout + after.stderr);
     assert.match(after.stdout, /vpcs\/big-vpc \(root:consumer1, namespace default\): can be deleted now/);
   });
 
   it("the single-file plugin, alone on a PATH without Node, answers why as the source does", async () => {
-    const ws = e2e.kcp.ws(PATHS.consumer2);
+    const me = await owner(PATHS.consumer2);
+    const ws = me.tenant.client;
     await create(ws, vpc("sea-vpc"), vm("sea-vm", { vpc: "sea-vpc" }));
     await waitForProtection(ws, `${at(VPCS)}/sea-vpc`, true);
     const built = buildBinary(path.join(e2e.kcp.rootDir, "plugin-build"));
@@ -143,7 +183,7 @@ describe("kubectl dependencies on real kcp", () => {
     symlinkSync(realpathSync(await which("kubectl")), path.join(tools, "kubectl"));
     const env = { PATH: `${alone}:${tools}`, HOME: alone };
     assert.notEqual((await exec("/bin/sh", ["-c", "command -v node"], env)).code, 0, "no node on this PATH");
-    const flags = [`--kubeconfig=${e2e.kcp.adminKubeconfig}`, "--context=base", `--workspace=${PATHS.consumer2}`];
+    const flags = [`--kubeconfig=${me.kubeconfig}`];
 
     const single = await exec(path.join(tools, "kubectl"), ["dependencies", "why", "vpc/sea-vpc", ...flags], env);
     const source = await exec(process.execPath, [PLUGIN, "why", "vpc/sea-vpc", ...flags]);
@@ -158,8 +198,14 @@ describe("kubectl dependencies on real kcp", () => {
     assert.match(free.stdout, /vpcs\/sea-vpc \(root:consumer2, namespace default\): can be deleted now/);
   });
 
-  it("graph -o mermaid: the topology's rule as edges from VirtualMachine to VPC and Subnet", async () => {
-    const r = await asAdmin("root", "graph", "-o", "mermaid");
+  it("graph -o mermaid, as the compute provider: its rule as edges from VirtualMachine to VPC and Subnet", async () => {
+    // A tenant may not list root, so the default walk finds no rule: it names its workspaces with --rule-workspace.
+    const walked = await as(PATHS.compute, "graph", "-o", "json");
+    assert.equal(walked.code, 0, walked.stderr);
+    assert.match(walked.stderr, /note: you may not list the workspaces in root/);
+    assert.match(walked.stderr, /note: no DependencyRules readable/);
+
+    const r = await as(PATHS.compute, "graph", "-o", "mermaid", "--rule-workspace", PATHS.compute);
     assert.equal(r.code, 0, r.stderr);
     const labels = new Map([...r.stdout.matchAll(/^\s+(n\d+)\["([^<"]+)/gm)].map((m) => [m[1], m[2]]));
     const edges = [...r.stdout.matchAll(/^\s+(n\d+) -->\|"([^"]+)"\| (n\d+)$/gm)].map(
@@ -172,7 +218,7 @@ describe("kubectl dependencies on real kcp", () => {
     assert.match(r.stdout, /root:compute-provider/);
     assert.match(r.stdout, /root:network-provider/);
 
-    const dot = await asAdmin("root", "graph", "-o", "dot");
+    const dot = await as(PATHS.compute, "graph", "-o", "dot", "--rule-workspace", PATHS.compute);
     assert.equal(dot.code, 0, dot.stderr);
     // docs/images/plugin-graph.png is this output through Graphviz (docs/plugin.md says how it was made).
     if (process.env["PLUGIN_GRAPH_DOT"]) writeFileSync(process.env["PLUGIN_GRAPH_DOT"], dot.stdout);
@@ -183,9 +229,11 @@ describe("kubectl dependencies on real kcp", () => {
   });
 
   it("check: a planted dangling reference, as a table; graph --objects marks it missing", async () => {
-    const ws = e2e.kcp.ws(PATHS.consumer2);
+    const ws = (await owner(PATHS.consumer2)).tenant.client;
     await create(ws, vpc("real-vpc"), vm("fine", { vpc: "real-vpc" }), vm("orphan", { vpc: "no-such-vpc" }));
-    const r = await asAdmin(PATHS.consumer2, "check");
+    // consumer2 plants it, but may not read the rules that say it dangles: the operator checks its workspace.
+    assertRulesRefused(await as(PATHS.consumer2, "check", "--rule-workspace", PATHS.compute), PATHS.compute);
+    const r = await asOperator(PATHS.consumer2, "check");
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(r.stdout, /dangling references in root:consumer2/);
     assert.match(
@@ -195,7 +243,7 @@ describe("kubectl dependencies on real kcp", () => {
     assert.doesNotMatch(r.stdout, /VirtualMachine\/fine/);
     assert.match(r.stdout, /every DependencyRule read is Ready/);
 
-    const g = await asAdmin(PATHS.consumer2, "graph", "--objects", "-o", "json");
+    const g = await asOperator(PATHS.consumer2, "graph", "--objects", "-o", "json");
     assert.equal(g.code, 0, g.stderr);
     const graph = JSON.parse(g.stdout) as { nodes: { label: string; missing?: boolean }[] };
     assert.deepEqual(
@@ -224,19 +272,15 @@ describe("kubectl dependencies on real kcp", () => {
     assert.match(graph.stderr, /note: you may not list the workspaces in root/);
     assert.match(graph.stderr, /note: no DependencyRules readable/);
 
-    const missingType = await asAdmin(PATHS.consumer1, "why", "routers/x");
+    const missingType = await as(PATHS.consumer1, "why", "routers/x");
     assert.equal(missingType.code, 2);
     assert.match(missingType.stderr, /doesn't have a resource type "routers" in this workspace/);
     assertNoStackTrace(missingType);
   });
 
   it("why on a Terminating VM names its finalizer, owner and age; its VPC is refused as ever; the namespace lists both", async () => {
-    // A consumer acting with its own workspace-scoped token, not kcp-admin.
-    const me = await tenant(e2e.kcp, PATHS.consumer2, { name: "why-term" });
-    const kubeconfig = e2e.kcp.kubeconfigFor(me.token, PATHS.consumer2, "why-term.kubeconfig");
-    const plugin = (...args: string[]): Promise<Run> =>
-      exec(process.execPath, [PLUGIN, ...args, `--kubeconfig=${kubeconfig}`]);
-    const ws = me.client;
+    const plugin = (...args: string[]): Promise<Run> => as(PATHS.consumer2, ...args);
+    const ws = (await owner(PATHS.consumer2)).tenant.client;
     const NS = "why-term";
     // api-syncagent's finalizer, held by nobody here: the plugin names its usual owner from the name alone.
     const HOLD = "syncagent.kcp.io/cleanup";
