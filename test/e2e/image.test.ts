@@ -5,7 +5,9 @@
 // the chart), and each container's command and args (the controller's from the image's ENTRYPOINT, which its
 // command must equal), env, user, groups, read-only root, Secret volumes and emptyDirs are applied by
 // hack/image/run.sh (mount and PID namespaces, chroot into the mounted image; no container runtime works here).
-// Then a protected delete is refused and, once its dependent is gone, allowed.
+// Then a protected delete is refused and, once its dependent is gone, allowed. The compute provider writes its rule
+// and consumer1 creates and deletes with their own ServiceAccount tokens (kcp.md §9); kcp-admin only sets the
+// topology up, as the platform operator.
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
@@ -17,6 +19,7 @@ import { apply } from "../../tools/kcp/api.ts";
 import { makeCerts } from "../../tools/kcp/certs.ts";
 import { REPO_ROOT, startKcp, type Kcp } from "../../tools/kcp/harness.ts";
 import { ManagedProcess, freePort, waitFor } from "../../tools/kcp/process.ts";
+import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import {
   IDENTITIES,
   PATHS,
@@ -256,7 +259,10 @@ const must = <T>(v: T | undefined, what: string): T => {
   if (v === undefined) throw new Error(`${what} did not start (see the before hook's error)`);
   return v;
 };
-const consumer1 = () => must(kcp, "kcp").ws(PATHS.consumer1);
+/** The tenants (their own tokens), made in the before hook once kcp is up. */
+const owners = new Map<string, Tenant>();
+const owner = (p: string) => must(owners.get(p), `the tenant of ${p}`).client;
+const consumer1 = () => owner(PATHS.consumer1);
 
 async function startComponent(component: "webhook" | "controller", entrypointFromImage: boolean): Promise<void> {
   const spec = structuredClone(podSpec(objects, `kdc-kcp-dependency-controller-${component}`));
@@ -336,7 +342,9 @@ before(async () => {
   );
   await startComponent("webhook", false);
   await startComponent("controller", true);
-  await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
+  for (const p of [PATHS.compute, PATHS.network, PATHS.consumer1])
+    owners.set(p, await tenant(kcp, p, { name: "image-owner" }));
+  await apply(owner(PATHS.compute), vmRule(topo.vars));
 });
 
 afterEach((t) => {
@@ -393,10 +401,11 @@ test("both processes run as uid/gid 1000, on a read-only root, without privilege
 
 test("a protected delete is refused by the image's webhook, then allowed once the dependent is gone", async () => {
   await waitForVwc(must(kcp, "kcp"), true);
-  // The controller in the image wrote the chart's webhook.externalURL, and the chart's CA, into the configuration.
-  const vwc = await must(kcp, "kcp")
-    .ws(PATHS.network)
-    .get<{ webhooks: { clientConfig: { url: string; caBundle: string } }[] }>(VWC_PATH);
+  // The controller in the image wrote the chart's webhook.externalURL, and the chart's CA, into the configuration
+  // the network provider reads in its workspace.
+  const vwc = await owner(PATHS.network).get<{ webhooks: { clientConfig: { url: string; caBundle: string } }[] }>(
+    VWC_PATH,
+  );
   const client = vwc.webhooks[0]?.clientConfig;
   assert.ok(client, "the configuration has a webhook");
   assert.ok(client.url.startsWith(`https://127.0.0.1:${ports.webhook}/validate/`), client.url);
