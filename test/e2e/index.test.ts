@@ -9,9 +9,9 @@ import { RestClient } from "../../src/kcp/rest.ts";
 import { apply } from "../../tools/kcp/api.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { startKcp } from "../../tools/kcp/harness.ts";
-import { IDENTITIES, PATHS, TOKENS, indexConsent, scrapeSeries, waitReady } from "../../tools/kcp/topology.ts";
+import { IDENTITIES, PATHS, TOKENS, scrapeSeries, waitReady } from "../../tools/kcp/topology.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
-import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
+import { consentToIndex, tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import {
   RULES,
   SUBNETS,
@@ -151,7 +151,7 @@ test("a provider's revoked consent refuses only the DELETEs its rules protect, w
   await ruleCondition("Ready", "False", /DependentsIndexed/);
 
   // Consent given again: protection returns without a restart (the watch retries).
-  await apply(network(), indexConsent("network.test.io"));
+  await consentToIndex(network(), "network.test.io");
   await waitForProtection(consumer1(), `${at(VPCS)}/net-vpc`, true, 120_000);
   await ruleCondition("Ready", "True", /installed/);
   await network().request("DELETE", `${RULES}/subnet-needs-vpc`);

@@ -67,21 +67,16 @@ export const PROVIDER_EXPORTS = [
 ] as const;
 
 /** A provider's consent to the dependents index (deploy/rbac/provider-index.yaml) for one of its exports. */
-export function indexConsent(exportName: string, webhookUser: string = IDENTITIES.webhook.user): KObject[] {
-  return parseYaml(file("deploy/rbac/provider-index.yaml"), {
-    WEBHOOK_USER: webhookUser,
-    DEPENDENT_EXPORT: exportName,
-  });
-}
-
-/** indexConsent applied in the provider's workspace as kcp-admin (a tenant applies it with its own client). */
 export async function grantIndex(
   env: KcpEnv,
   providerPath: string,
   exportName: string,
   webhookUser: string = IDENTITIES.webhook.user,
 ): Promise<void> {
-  await apply(env.ws(providerPath), indexConsent(exportName, webhookUser));
+  await apply(env.ws(providerPath), file("deploy/rbac/provider-index.yaml"), {
+    WEBHOOK_USER: webhookUser,
+    DEPENDENT_EXPORT: exportName,
+  });
 }
 
 /**
