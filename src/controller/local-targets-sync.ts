@@ -1,7 +1,8 @@
 // The I/O edge of local targets (local-targets.ts decides): per dependent export with local targets, read its
-// bindings and our configurations through its virtual workspace on every shard, apply the planned writes there, and
-// answer each rule's coverage; the exports recorded in the dep-ctrl workspace whose rules are gone are visited too,
-// to prune. Read every pass (one GET of the record; two lists per export and shard); a steady state writes nothing.
+// bindings and our configurations through its virtual workspace on every shard (local-targets-shards.ts says which),
+// apply the planned writes there, and answer each rule's coverage; the exports recorded in the dep-ctrl workspace
+// whose rules are gone are visited too, to prune. Read every pass (one GET of the record, one list of root's Shards;
+// two lists per export and shard); a steady state writes nothing.
 // What each pass read tells local-targets-watch.ts which exports to watch, so a new consumer needs no resync.
 import type { Logger } from "pino";
 import type { ParsedRule } from "../api/rule.ts";
@@ -27,17 +28,21 @@ import {
   type LocalCoverage,
 } from "./local-targets.ts";
 import { exportsToVisit, recordAfter, recordBefore, type PruneOutcome } from "./local-targets-visits.ts";
-import { ExportRecordInMemory, type ExportRecord } from "../kcp/local-targets-record.ts";
+import { exportEndpoint, shardsToVisit, type PlatformShards, type ShardsToVisit } from "./local-targets-shards.ts";
+import { ExportRecordConfigMap, ExportRecordInMemory, type ExportRecord } from "../kcp/local-targets-record.ts";
+import type { RestClient } from "../kcp/rest.ts";
+import { ShardList } from "../kcp/shards.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import type { ExportReadout } from "./local-targets-watch.ts";
 import { send, type ClusterClient } from "./writer.ts";
 
 export const APIBINDINGS = "/apis/apis.kcp.io/v1alpha2/apibindings";
-const APIEXPORT_VW = "/services/apiexport/";
 
 export interface LocalTargetsDeps {
-  /** The dep-ctrl export's virtual workspace URLs, one per shard: every export's virtual workspace is beside it. */
+  /** The dep-ctrl export's virtual workspace URLs, one per shard where it is bound: every export's is beside it. */
   endpoints: () => string[];
+  /** Root's Shards (src/kcp/shards.ts), for the shards where no provider binds the dep-ctrl export. Unset: none. */
+  platformShards?: { read(): Promise<PlatformShards> } | undefined;
   /** A client for `<endpoint>/clusters/<cluster>`; `*` (cast) lists across the export's consumers. */
   clientFor: (endpoint: string, cluster: LogicalClusterName) => ClusterClient;
   webhookBaseUrl: string;
@@ -47,17 +52,24 @@ export interface LocalTargetsDeps {
    * dep-ctrl workspace, src/kcp/local-targets-record.ts). Unset: in this process's memory (tests; lost on restart).
    */
   localTargetsRecord?: ExportRecord | undefined;
-  /** Told after each pass what it read of the exports with rules, to watch them (local-targets-watch.ts). */
-  localTargetWatches?: { follow(exports: readonly ExportReadout[]): void } | undefined;
+  /** Told after each pass what it read of the exports with rules, and on which shards, to watch them there. */
+  localTargetWatches?: { follow(exports: readonly ExportReadout[], shards: readonly string[]): void } | undefined;
   logger: Logger;
   metrics: ControllerMetrics;
 }
 
-/** `<shard origin and prefix>/services/apiexport/<cluster>/<export>`: where kcp serves that export on that shard. */
-export function exportEndpoint(depCtrlEndpoint: string, e: DependentExport): string | undefined {
-  const at = depCtrlEndpoint.indexOf(APIEXPORT_VW);
-  if (at < 0) return undefined;
-  return `${depCtrlEndpoint.slice(0, at)}${APIEXPORT_VW}${e.cluster}/${e.exportName}`;
+/** What the reconciler passes through to local targets from its own deps. */
+export type LocalTargetsEdges = Pick<LocalTargetsDeps, "localTargetsRecord" | "localTargetWatches" | "platformShards">;
+
+/** The edges local targets read and keep in production: the record in the dep-ctrl workspace, and root's Shards. */
+export function localTargetsEdges(
+  conn: { base: RestClient; workspaceClient: RestClient },
+  logger: Logger,
+): Pick<LocalTargetsDeps, "localTargetsRecord" | "platformShards"> {
+  return {
+    localTargetsRecord: new ExportRecordConfigMap(conn.workspaceClient),
+    platformShards: new ShardList(conn.base.forCluster("root"), logger),
+  };
 }
 
 interface Binding extends ExportBinding {
@@ -115,8 +127,9 @@ export class LocalTargets {
     const visits = exportsToVisit(sets, recorded ?? []);
     const pruned = new Map<string, PruneOutcome>();
     const readouts: ExportReadout[] = [];
+    const shards = visits.length > 0 ? await this.shards() : { bases: [] };
     for (const visit of visits) {
-      const read = await this.read(visit.export);
+      const read = await this.read(visit.export, shards);
       if (!visit.set) {
         pruned.set(exportKey(visit.export), await this.prune(read));
         continue;
@@ -127,8 +140,15 @@ export class LocalTargets {
       for (const rule of visit.set.rules) coverage.set(rule, answer);
     }
     if (grown && this.deps.mayWrite()) await this.keep(recordAfter(visits, pruned));
-    this.deps.localTargetWatches?.follow(readouts);
+    this.deps.localTargetWatches?.follow(readouts, shards.bases);
     return coverage;
+  }
+
+  /** The shards this pass visits: the dep-ctrl export's and, where the controller may list them, the platform's. */
+  private async shards(): Promise<ShardsToVisit> {
+    const platform = await this.deps.platformShards?.read();
+    if (platform?.kind === "failed") this.deps.metrics.errors.inc({ reason: "local_targets_shards" });
+    return shardsToVisit(this.deps.endpoints(), platform);
   }
 
   /** Writes the record; whether it was written. */
@@ -152,14 +172,13 @@ export class LocalTargets {
     return (await this.write(undefined, read)).size === 0 ? "pruned" : "left";
   }
 
-  private async read(e: DependentExport): Promise<Read> {
+  private async read(e: DependentExport, shards: ShardsToVisit): Promise<Read> {
     const consumers = new Map<LogicalClusterName, boolean>();
     const existing: ExistingConfiguration[] = [];
     const endpointOf = new Map<LogicalClusterName, string>();
     let claimed = false;
     const selector = `?labelSelector=${encodeURIComponent(`${LOCAL_TARGETS_LABEL}=${exportId(e)}`)}`;
-    for (const endpoint of this.deps.endpoints().map((u) => exportEndpoint(u, e))) {
-      if (!endpoint) continue;
+    for (const endpoint of shards.bases.map((base) => exportEndpoint(base, e))) {
       const all = this.deps.clientFor(endpoint, "*" as LogicalClusterName);
       try {
         const bindings = await all.request<{ items: Binding[] }>("GET", APIBINDINGS);
@@ -192,7 +211,7 @@ export class LocalTargets {
         };
       }
     }
-    return { view: { consumers, existing, claimed }, endpointOf };
+    return { view: { consumers, existing, claimed, ...(shards.blind ? { blind: shards.blind } : {}) }, endpointOf };
   }
 
   /** The planned writes; the consumers where one failed. */

@@ -1,7 +1,7 @@
 // Local-target passes on events, not only at the resync: a consumer that binds a dependent export and accepts its
 // validatingwebhookconfigurations claim, or that deletes or edits our configuration in its workspace, gets a pass
 // within the work loop's debounce, so a new consumer's Secrets are unprotected for seconds, not up to a resync.
-// Through each dependent export's virtual workspace on each shard: one watch of the export's APIBindings, and one of
+// Through each dependent export's virtual workspace on each shard the pass visited: one watch of the export's APIBindings, and one of
 // our configurations once the export claims them. So watches are bounded by exports × shards, never by consumers,
 // and keep no objects: an event only enqueues a pass, which reads everything again (local-targets-sync.ts). The set
 // follows each pass (level-triggered): watches start for new exports and shards and stop for exports without rules
@@ -13,7 +13,8 @@ import { Informer, type EndpointStore, type KubeObject } from "../kcp/informer.t
 import type { RestClient } from "../kcp/rest.ts";
 import type { Clock } from "../util/clock.ts";
 import { LOCAL_TARGETS_LABEL, type DependentExport } from "./local-targets.ts";
-import { APIBINDINGS, exportEndpoint } from "./local-targets-sync.ts";
+import { exportEndpoint } from "./local-targets-shards.ts";
+import { APIBINDINGS } from "./local-targets-sync.ts";
 
 /** What one pass read of a dependent export with local-target rules, all shards taken together. */
 export type ExportReadState =
@@ -40,8 +41,9 @@ export interface EndpointWatches {
 }
 
 /**
- * The export endpoints to watch on each shard: bindings unless the export is gone; our configurations where it
- * claims them, and where a read that may pass does not say, as before (`configurations` is the current set).
+ * The export endpoints to watch on each shard (the pass's shard bases, local-targets-shards.ts): bindings unless the
+ * export is gone; our configurations where it claims them, and where a read that may pass does not say, as before
+ * (`configurations` is the current set).
  */
 export function watchPlan(
   exports: readonly ExportReadout[],
@@ -50,8 +52,8 @@ export function watchPlan(
 ): Record<WatchedResource, string[]> {
   const plan: Record<WatchedResource, string[]> = { bindings: [], configurations: [] };
   for (const { export: e, state } of exports) {
-    for (const url of shards.map((shard) => exportEndpoint(shard, e))) {
-      if (!url || state === "gone") continue;
+    if (state === "gone") continue;
+    for (const url of shards.map((base) => exportEndpoint(base, e))) {
       plan.bindings.push(url);
       if (state === "claimed" || (state === "failed" && configurations.has(url))) plan.configurations.push(url);
     }
@@ -61,17 +63,16 @@ export function watchPlan(
 
 export class LocalTargetWatches {
   private readonly watches: Record<WatchedResource, EndpointWatches>;
-  private readonly shards: () => string[];
 
-  /** `open` makes one resource's watch set; `shards`: the dep-ctrl export's endpoints, one per shard. */
-  constructor(opts: { open: (resource: WatchedResource) => EndpointWatches; shards: () => string[] }) {
+  /** `open` makes one resource's watch set. */
+  constructor(opts: { open: (resource: WatchedResource) => EndpointWatches }) {
     this.watches = { bindings: opts.open("bindings"), configurations: opts.open("configurations") };
-    this.shards = opts.shards;
   }
 
-  /** Starts and stops watches to match what the pass read (every export with local-target rules, none else). */
-  follow(exports: readonly ExportReadout[]): void {
-    const plan = watchPlan(exports, this.shards(), new Set(this.watches.configurations.endpoints()));
+  /** Starts and stops watches to match what the pass read (every export with local-target rules, none else), on the
+   * shards it visited. */
+  follow(exports: readonly ExportReadout[], shards: readonly string[]): void {
+    const plan = watchPlan(exports, shards, new Set(this.watches.configurations.endpoints()));
     this.watches.bindings.setEndpoints(plan.bindings);
     this.watches.configurations.setEndpoints(plan.configurations);
   }
@@ -103,8 +104,6 @@ export function localTargetWatchesOf(opts: {
   client: RestClient;
   logger: Logger;
   onChange: () => void;
-  /** The dep-ctrl export's endpoints, one per shard (the rule watch's). */
-  shards: { endpoints(): string[] };
   /** Times the failed streams' backoff (default the real clock). */
   clock?: Clock;
 }): LocalTargetWatches {
@@ -118,5 +117,5 @@ export function localTargetWatchesOf(opts: {
       onChange,
       ...(clock ? { clock } : {}),
     });
-  return new LocalTargetWatches({ open, shards: () => opts.shards.endpoints() });
+  return new LocalTargetWatches({ open });
 }

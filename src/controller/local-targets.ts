@@ -18,6 +18,7 @@ import { compareStrings as cmp } from "../util/json.ts";
 import { planActions, type Action, type ExistingConfiguration } from "./actions.ts";
 import { buildConfiguration, type ValidatingWebhookConfiguration } from "./desired.ts";
 import type { Verdict } from "./index-status.ts";
+import { blindNote, type ShardsToVisit } from "./local-targets-shards.ts";
 
 /** Marks a configuration in a consumer workspace as one export's local-target configuration (value: its id). */
 export const LOCAL_TARGETS_LABEL = "dependencies.opendefense.cloud/local-targets";
@@ -107,6 +108,8 @@ export interface ExportView {
   existing: readonly ExistingConfiguration[];
   /** Whether the export claims ValidatingWebhookConfigurations at all (a binding can only accept what it claims). */
   claimed: boolean;
+  /** Why consumers on shards where no provider binds the dep-ctrl export may be missing (local-targets-shards.ts). */
+  blind?: ShardsToVisit["blind"];
 }
 
 /** The writes for one export: its configuration in each consumer that accepted, pruned where no rule asks any more. */
@@ -137,6 +140,7 @@ export type LocalCoverage =
       covered: number;
       declined: LogicalClusterName[];
       failed: number;
+      blind?: ShardsToVisit["blind"];
     };
 
 /** The coverage after the writes: a consumer counts as covered when it accepted and no write there failed. */
@@ -155,6 +159,7 @@ export function coverageOf(
     covered: accepted,
     declined: declined.sort(cmp),
     failed: failed.size,
+    ...(view.blind ? { blind: view.blind } : {}),
   };
 }
 
@@ -190,24 +195,26 @@ export function localTargetsVerdict(exportName: string, coverage: LocalCoverage 
       reason: "NotClaimed",
       message:
         `APIExport ${exportName} does not claim validatingwebhookconfigurations (admissionregistration.k8s.io), so no ` +
-        `consumer workspace can consent: protecting ${what} in 0 of ${coverage.consumers} consumer workspaces`,
+        `consumer workspace can consent: protecting ${what} in 0 of ${coverage.consumers} consumer workspaces` +
+        blindNote(coverage.blind),
     };
   const count = `protecting ${what} in ${coverage.covered} of ${coverage.consumers} consumer workspaces`;
   const named = coverage.declined.slice(0, MAX_NAMED).join(", ") + (coverage.declined.length > MAX_NAMED ? ", …" : "");
-  const declined =
-    coverage.declined.length > 0
+  // What is not protected besides: who declined, and which shards may not be seen at all.
+  const unprotected =
+    (coverage.declined.length > 0
       ? `; ${coverage.declined.length} did not accept the validatingwebhookconfigurations claim of ${exportName} ` +
         `and are unprotected (${named})`
-      : "";
+      : "") + blindNote(coverage.blind);
   if (coverage.failed > 0)
     return {
       status: "False",
       reason: "InstallFailed",
-      message: `${count}${declined}; writing the configuration failed in ${coverage.failed}`,
+      message: `${count}${unprotected}; writing the configuration failed in ${coverage.failed}`,
     };
   return {
     status: "True",
     reason: coverage.declined.length > 0 ? "SomeDeclined" : "Protected",
-    message: `${count}${declined}`,
+    message: `${count}${unprotected}`,
   };
 }

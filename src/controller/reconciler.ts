@@ -15,7 +15,7 @@ import { realClock, type Clock } from "../util/clock.ts";
 import type { PassResult } from "../util/workloop.ts";
 import { isOurs, type ExistingConfiguration } from "./actions.ts";
 import { LOCAL_TARGETS_LABEL } from "./local-targets.ts";
-import { LocalTargets, type LocalTargetsDeps } from "./local-targets-sync.ts";
+import { LocalTargets, type LocalTargetsEdges } from "./local-targets-sync.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import {
@@ -37,8 +37,8 @@ export interface Listed<T> {
   object: T;
 }
 
-/** Local targets' record and watches are passed through (local-targets-sync.ts says what they are). */
-export interface ReconcilerDeps extends Pick<LocalTargetsDeps, "localTargetsRecord" | "localTargetWatches"> {
+/** Local targets' record, watches and shards are passed through (local-targets-sync.ts says what they are). */
+export interface ReconcilerDeps extends LocalTargetsEdges {
   rules: { listWithEndpoints(): Listed<RuleObject>[]; hasSynced(): boolean; endpoints(): string[] };
   configurations: { listWithEndpoints(): Listed<ValidatingWebhookConfiguration>[]; hasSynced(): boolean };
   resolver: { resolve(path: WorkspacePath): Promise<Resolution>; invalidateCluster(cluster: string): void };

@@ -29,7 +29,7 @@ import { createMetrics } from "./metrics.ts";
 import type { RuleObject } from "./plan.ts";
 import { Reconciler, type ReconcilerDeps } from "./reconciler.ts";
 import { VerdictStore } from "../kcp/verdict-store.ts";
-import { ExportRecordConfigMap } from "../kcp/local-targets-record.ts";
+import { localTargetsEdges } from "./local-targets-sync.ts";
 import { providerInitializerOf, type ProviderInitializerConfig } from "./initializer-wiring.ts";
 import { localTargetWatchesOf } from "./local-targets-watch.ts";
 
@@ -159,7 +159,7 @@ function reconcilerOf(
     readIndexReport: () => readIndexReport(conn.workspaceClient),
     readWebhookSettings: () => readWebhookSettings(conn.workspaceClient),
     verdicts,
-    localTargetsRecord: new ExportRecordConfigMap(conn.workspaceClient),
+    ...localTargetsEdges(conn, deps.logger),
     localTargetWatches: localTargets,
     exportName: config.apiExportName,
     maxRulesPerWorkspace: config.maxRulesPerWorkspace,
@@ -245,6 +245,6 @@ function sources(
   const sameEndpoints = (): boolean =>
     configurations.endpoints().sort().join(" ") === rules.endpoints().sort().join(" ");
   const verdicts = new VerdictStore({ client: conn.workspaceClient, logger, onChange: enqueue });
-  const localTargets = localTargetWatchesOf({ client: conn.workspaceClient, logger, onChange: enqueue, shards: rules });
+  const localTargets = localTargetWatchesOf({ client: conn.workspaceClient, logger, onChange: enqueue });
   return { rules, configurations, sameEndpoints, verdicts, localTargets };
 }

@@ -22,7 +22,7 @@ import {
   recordAfter,
   recordBefore,
 } from "../../src/controller/local-targets-visits.ts";
-import { exportEndpoint } from "../../src/controller/local-targets-sync.ts";
+import { baseOfEndpoint, exportEndpoint } from "../../src/controller/local-targets-shards.ts";
 import { computeStatus } from "../../src/controller/status.ts";
 import { ruleObject } from "./helpers-rules.ts";
 
@@ -148,11 +148,9 @@ describe("local targets: status", () => {
 describe("local targets: where the export's virtual workspace is", () => {
   it("beside the dep-ctrl export's, on the same shard", () => {
     const e = { cluster: c("arc"), exportName: "arc.test.io" };
-    assert.equal(
-      exportEndpoint("https://shard-1:6443/services/apiexport/depctrl/dependencies.opendefense.cloud", e),
-      "https://shard-1:6443/services/apiexport/arc/arc.test.io",
-    );
-    assert.equal(exportEndpoint("https://shard-1:6443/somewhere", e), undefined);
+    const base = baseOfEndpoint("https://shard-1:6443/services/apiexport/depctrl/dependencies.opendefense.cloud");
+    assert.equal(exportEndpoint(base!, e), "https://shard-1:6443/services/apiexport/arc/arc.test.io");
+    assert.equal(baseOfEndpoint("https://shard-1:6443/somewhere"), undefined);
   });
 });
 
