@@ -12,13 +12,25 @@ import { rule, type RuleWithStatus } from "./controller-fixtures.ts";
 import { makeCerts } from "../../tools/kcp/certs.ts";
 import { kcpSuite, REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { freePort, waitFor } from "../../tools/kcp/process.ts";
-import { depCtrlBinding, IDENTITIES, PATHS, setupTopology, TOKENS, type Topology } from "../../tools/kcp/topology.ts";
+import {
+  depCtrlBinding,
+  EXPORT_NAME,
+  IDENTITIES,
+  PATHS,
+  setupTopology,
+  TOKENS,
+  type Topology,
+} from "../../tools/kcp/topology.ts";
 import { run } from "../../src/cmd/controller.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../src/api/types.ts";
 import type { ValidatingWebhookConfiguration } from "../../src/controller/desired.ts";
 import { DEPENDENCY_RULES_PATH as RULES_PATH, WEBHOOK_CONFIGURATIONS_PATH as VWC_PATH } from "../../src/api/wire.ts";
 import { isApiError, type RestClient } from "../../src/kcp/rest.ts";
-import { createLogger } from "../../src/observability/logger.ts";
+import { createLogger, silentLogger } from "../../src/observability/logger.ts";
+import { loadKcpConnection } from "../../src/kcp/kubeconfig.ts";
+import { ShardList } from "../../src/kcp/shards.ts";
+import { shardsToVisit } from "../../src/controller/local-targets-shards.ts";
+import { ENDPOINT_SLICES_PATH, endpointUrls, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
 
 const env = kcpSuite({ tokens: TOKENS });
 const NESTED = "root:org:network";
@@ -457,6 +469,29 @@ describe("dependency controller on kcp", () => {
     assert.equal(await writes(), before, "a steady state writes nothing");
     for (const n of names) await remove(compute, n);
     await waitForProtection(PATHS.network, undefined);
+  });
+
+  it("the controller lists root's Shards (workspace-resolution.yaml), each giving the dep-ctrl endpoint's shard", async () => {
+    // Local targets visit the union of the dep-ctrl slice's shards and root's (src/controller/local-targets-shards.ts):
+    // on one shard the Shard's spec.virtualWorkspaceURL must name the slice's shard exactly, or it is visited twice.
+    const as = (token: string) =>
+      loadKcpConnection({ kubeconfig: env.kcp.kubeconfigFor(token, "root", `shards-${token}.kubeconfig`) });
+    const listed = await new ShardList(as(IDENTITIES.controller.token).workspaceClient, silentLogger()).read();
+    assert.equal(listed.kind, "listed");
+    const slices = await env.kcp.ws(PATHS.depCtrl).listAll<APIExportEndpointSlice>(ENDPOINT_SLICES_PATH);
+    const endpoints = endpointUrls(slices.items, EXPORT_NAME);
+    assert.equal(endpoints.length, 1);
+    const bases = shardsToVisit(endpoints, listed).bases;
+    assert.deepEqual(
+      bases,
+      shardsToVisit(endpoints).bases,
+      `one shard, visited once: ${endpoints[0]} ${bases.join(" ")}`,
+    );
+    assert.deepEqual(
+      await new ShardList(as(IDENTITIES.webhook.token).workspaceClient, silentLogger()).read(),
+      { kind: "forbidden" },
+      "only the controller is granted the list",
+    );
   });
 
   describe("kcp refuses invalid rules with the schema's message", () => {
