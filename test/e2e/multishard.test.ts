@@ -1,16 +1,22 @@
 // Scenario 12: the same product on a two-shard kcp, through the front-proxy. Providers and consumer1 live on the root
 // shard, consumer2 on shard-1; the webhook's lookup RBAC is applied to each shard's system:admin directly; and a rule
 // that lives in a workspace on shard-1 is seen by both binaries (one virtual-workspace endpoint per shard). Then
-// shard-1 stops answering (SIGSTOP): the webhook stays ready and decides with the root shard's rules.
+// shard-1 stops answering (SIGSTOP): the webhook stays ready and decides with the root shard's rules. Before the
+// rule on shard-1, a vault provider on root protects the Secrets of a consumer on shard-1 (local targets), which the
+// controller reaches through root's Shards, the dep-ctrl export being bound on the root shard only.
 // The providers and consumers act with their own ServiceAccount tokens (kcp.md §9), never kcp-admin; kcp-admin stays
 // for the operator's acts: creating workspaces, letting providers bind the dep-ctrl export, reading the export's
 // endpoint slices and stopping a shard.
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { apiBinding, apply, createWorkspace, waitForBinding } from "../../tools/kcp/api.ts";
+import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { startShardedKcp } from "../../tools/kcp/sharded.ts";
+import { WEBHOOK_CONFIGURATIONS_PATH } from "../../src/api/wire.ts";
+import { localConfigurationName } from "../../src/controller/local-targets.ts";
 import { ENDPOINT_SLICES_PATH, endpointUrls, type APIExportEndpointSlice } from "../../src/kcp/virtualworkspace.ts";
 import { bindGrant, consentToIndex } from "../../tools/kcp/tenant.ts";
 import { EXPORT_NAME, PATHS, TOKENS, depCtrlBinding, vmRule } from "../../tools/kcp/topology.ts";
@@ -31,6 +37,15 @@ import {
   waitForProtection,
   waitForVwc,
 } from "./helpers.ts";
+import {
+  SECRETS,
+  VAULT_GROUP,
+  bindVault,
+  grantLocalTargets,
+  vaultApi,
+  vaultObjects,
+  vaultRule,
+} from "./local-targets.ts";
 
 /** The edge provider's API: Gateways, each naming the VPC it serves. */
 const GATEWAY_API = exportedKind({
@@ -87,6 +102,73 @@ test("12/7. deleting the rule lifts protection on both shards; recreating it res
     await waitForProtection(ws, `${at(VPCS)}/my-vpc`, true);
     assertDenied(await tryDelete(ws, `${at(VPCS)}/my-vpc`), /still referenced by VirtualMachine\/my-vm$/);
   }
+});
+
+/** A rule's status conditions, as its provider reads them. */
+type RuleStatus = { status?: { conditions?: { type: string; status: string; message?: string }[] } };
+
+test("12/local targets on shard-1: a consumer on a shard where no provider binds dep-ctrl gets its configuration, counted", async () => {
+  // Until the next case no provider binds the dep-ctrl export on shard-1, so its endpoint slice lists the root shard
+  // only: the controller reaches shard-1 through root's Shards (workspace-resolution.yaml lets it list them). Before,
+  // it visited the slice's shards alone and this consumer got no configuration and was not counted (0 of 0).
+  const vault = "root:vault-provider";
+  const where = "root:vault-consumer";
+  const cluster = await createWorkspace(e2e.kcp.admin, vault, { shard: "root" });
+  await createWorkspace(e2e.kcp.admin, where, { shard: "shard-1" });
+  await apply(e2e.kcp.ws(PATHS.depCtrl), bindGrant(EXPORT_NAME));
+  const provider = (await e2e.tenant(vault)).client;
+  await apply(provider, vaultApi());
+  await apply(provider, depCtrlBinding(PATHS.depCtrl));
+  await waitForBinding(provider, EXPORT_NAME);
+  await consentToIndex(provider, VAULT_GROUP);
+  await grantLocalTargets(
+    provider,
+    readFileSync(path.join(REPO_ROOT, "deploy/rbac/provider-local-targets.yaml"), "utf8"),
+  );
+  await apply(provider, [vaultRule()]);
+  const consumer = (await e2e.tenant(where)).client;
+  await bindVault(consumer, vault, true);
+  await waitForBinding(consumer, VAULT_GROUP);
+  await create(consumer, ...vaultObjects());
+
+  const configuration = `${WEBHOOK_CONFIGURATIONS_PATH}/${localConfigurationName({ cluster, exportName: VAULT_GROUP })}`;
+  await waitFor(
+    "dependency-controller-local-<id> in the consumer on shard-1",
+    async () => (await consumer.getOptional(configuration)) !== undefined || undefined,
+    { timeoutMs: 90_000, intervalMs: 500 },
+  );
+  let said = "no LocalTargetsProtected condition";
+  await waitFor(
+    "LocalTargetsProtected counting 1 of 1",
+    async () => {
+      const r = await provider.get<RuleStatus>(`${RULES}/endpoint-credentials`);
+      const c = r.status?.conditions?.find((x) => x.type === "LocalTargetsProtected");
+      if (c) said = `${c.status}: ${c.message ?? ""}`;
+      return (c?.status === "True" && /in 1 of 1 consumer workspaces/.test(c.message ?? "")) || undefined;
+    },
+    { timeoutMs: 90_000, intervalMs: 500 },
+  ).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; the rule said ${said}`);
+  });
+  // What this case is about: the dep-ctrl export was (and is) still bound on the root shard only.
+  const slices = await e2e.kcp.ws(PATHS.depCtrl).listAll<APIExportEndpointSlice>(ENDPOINT_SLICES_PATH);
+  assert.equal(endpointUrls(slices.items, EXPORT_NAME).length, 1, "the dep-ctrl slice lists one shard");
+
+  await waitForProtection(consumer, `${SECRETS}/held-secret`, true);
+  assertDenied(
+    await tryDelete(consumer, `${SECRETS}/held-secret`),
+    /cannot delete secrets\/held-secret: still referenced by Endpoint\/e1$/,
+  );
+  assert.deepEqual(await tryDelete(consumer, `${SECRETS}/free-secret`), { allowed: true });
+
+  // Cleanup: without the rule the controller prunes the configuration (through shard-1 again) and visits no more
+  // shards for local targets, so the shard-1 stop below meets no local-target pass.
+  await provider.request("DELETE", `${RULES}/endpoint-credentials`);
+  await waitFor(
+    "dependency-controller-local-<id> pruned from the consumer on shard-1",
+    async () => (await consumer.getOptional(configuration)) === undefined || undefined,
+    { timeoutMs: 90_000, intervalMs: 500 },
+  );
 });
 
 test("12/rule on shard-1: a rule in a provider workspace on shard-1 is seen by the controller and the webhook", async () => {
