@@ -5,7 +5,10 @@ import { REPO_ROOT } from "../tools/kcp/harness.ts";
 import type { BinariesFrom, LookupMode } from "../tools/kcp/topology.ts";
 
 export const PHASES = ["latency", "teardown", "index-delay", "rule", "memory", "index-memory"] as const;
-/** Phases run only when --only names them: local-targets creates 1,000 workspaces, too long for the full run. */
+/**
+ * Phases the full run takes only when --only names them: local-targets creates 1,000 workspaces, too long for it. The
+ * smoke run (6 workspaces) takes them too, so that they do not rot.
+ */
 export const OPTIONAL_PHASES = ["local-targets"] as const;
 const MODES: readonly LookupMode[] = ["index", "live"];
 export type Phase = (typeof PHASES)[number] | (typeof OPTIONAL_PHASES)[number];
@@ -89,7 +92,8 @@ export function benchArgs() {
       .filter((v) => v !== "")
       .map((v) => Number.parseInt(v, 10));
   const int = (k: keyof typeof FULL): number => ints(opt(k))[0] ?? 0;
-  const only = new Set<Phase>((values.only?.split(",") ?? PHASES).map((p) => p.trim() as Phase));
+  const byDefault: readonly Phase[] = values.smoke ? [...PHASES, ...OPTIONAL_PHASES] : PHASES;
+  const only = new Set<Phase>((values.only?.split(",") ?? byDefault).map((p) => p.trim() as Phase));
   const known: readonly string[] = [...PHASES, ...OPTIONAL_PHASES];
   for (const p of only) if (!known.includes(p)) throw new Error(`--only: unknown phase "${p}" (${known.join(", ")})`);
   const modes = opt("lookup")

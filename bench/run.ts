@@ -18,7 +18,7 @@
 //   --trials=20             rule-to-protection trials per mode --rules=100   rules loaded for the memory reading
 //   --mem-workspaces=100 --mem-per-workspace=1000             index-memory: consumer workspaces and VMs in each
 //   --mem-settle-ms=10000   pause before each index-memory RSS reading
-//   --only=local-targets    (only when named) local-target protection over many consumer workspaces (bench/lt-kcp.ts):
+//   --only=local-targets    (only when named, or by --smoke) local-target protection over many consumer workspaces (bench/lt-kcp.ts):
 //   --lt-consumers=1000 --lt-declining=10   consumer workspaces binding the export, and how many decline the claim
 //   --lt-resync=10          the controller's --resync-period (s) in that phase, so steady passes come quickly
 //   --concurrency=24        POSTs in flight while creating    --out=bench/results   directory for the JSON
