@@ -29,10 +29,10 @@ import { grantIndexAs, type Consumer } from "./tenants.ts";
 
 export const VAULT_PROVIDER = "root:vault-provider";
 /**
- * On shard-1, unlike the other providers: the controller reaches an export's virtual workspace only on the shards
- * the dep-ctrl export's endpoint slice lists (local-targets-sync.ts), and kcp lists a shard there only once a binding
- * of dep-ctrl is on it. With every provider on root, the consumers on shard-1 were never counted (the first smoke
- * run here timed out waiting for the rule to count them); a provider binding dep-ctrl on shard-1 makes it listed.
+ * On shard-1, unlike the other providers, so that dep-ctrl is bound on both shards in the soak. Placing it there
+ * first hid a gap: the controller reached an export's virtual workspace only on the shards the dep-ctrl slice lists,
+ * so shard-1's consumers went uncounted with every provider on root. It now also visits every Shard of root
+ * (src/controller/local-targets-shards.ts); multishard.test.ts proves that case with the provider on root.
  */
 export const VAULT_SHARD = "shard-1";
 /** The innocent consumer that declines the claim: on shard-1, beside consumer2, which accepts. */
