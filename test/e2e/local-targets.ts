@@ -135,26 +135,34 @@ type Watched = {
   metadata: { name: string; resourceVersion: string; deletionTimestamp?: string; finalizers?: string[] };
 };
 
+/** When an object began to go (deletionTimestamp set, or DELETED) and when it went, by kcp's resourceVersions. */
+export interface Going {
+  deleting?: bigint;
+  gone?: bigint;
+}
+
 /**
  * Records, by kcp's resourceVersions, when each object of `collections` (`<Kind>` → collection path) began to go
- * (deletionTimestamp or DELETED) and when it went; resolves once every watch is open.
+ * (deletionTimestamp or DELETED) and when it went, under `<Kind>/<name>`; `first` makes the entry of an object at its
+ * first event (what else a test keeps of it). Resolves once every watch is open.
  */
-export async function watchDeletes(
+export async function watchDeletes<S extends Going = Going>(
   ws: RestClient,
   collections: Record<string, string>,
   signal: AbortSignal,
-): Promise<Map<string, { deleting?: bigint; gone?: bigint }>> {
-  const seen = new Map<string, { deleting?: bigint; gone?: bigint }>();
+  first: (object: Watched & { spec?: unknown }) => S = () => ({}) as S,
+  seen = new Map<string, S>(),
+): Promise<Map<string, S>> {
   const open = Object.entries(collections).map(
     ([kind, collection]) =>
       new Promise<void>((opened, failed) => {
-        ws.watch<Watched>(
+        ws.watch<Watched & { spec?: unknown }>(
           collection,
           {},
           (ev) => {
             const id = `${kind}/${ev.object.metadata.name}`;
             const rv = BigInt(ev.object.metadata.resourceVersion);
-            const s = seen.get(id) ?? {};
+            const s = seen.get(id) ?? first(ev.object);
             if ((ev.type === "DELETED" || ev.object.metadata.deletionTimestamp) && s.deleting === undefined)
               s.deleting = rv;
             if (ev.type === "DELETED") s.gone = rv;

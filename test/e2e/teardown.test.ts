@@ -22,6 +22,7 @@ import { dependencyRule } from "../../tools/kcp/rules.ts";
 import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import { PATHS } from "../../tools/kcp/topology.ts";
 import { SUBNETS, VMS, VPCS, at, create, e2eSuite, tryDelete, vm, vpc } from "./helpers.ts";
+import { watchDeletes, type Going } from "./local-targets.ts";
 
 const e2e = e2eSuite();
 const PLUGIN = path.join(REPO_ROOT, "src/cmd/kubectl-dependencies.ts");
@@ -62,35 +63,8 @@ async function waitBlocked(ws: RestClient, path: string, blocker: string): Promi
   );
 }
 
-interface Seen {
-  /** resourceVersion at which the delete was accepted (deletionTimestamp set, or DELETED). */
-  deleting?: bigint;
-  gone?: bigint;
+interface Seen extends Going {
   refs: string[];
-}
-
-/** Watches one collection and records, by kcp's resourceVersions, when each object began to go and went. */
-function observe(ws: RestClient, collection: string, kind: string, seen: Map<string, Seen>, signal: AbortSignal) {
-  type Obj = { metadata: { name: string; resourceVersion: string; deletionTimestamp?: string }; spec?: unknown };
-  return new Promise<void>((opened, failed) => {
-    ws.watch<Obj>(
-      collection,
-      {},
-      (ev) => {
-        const id = `${kind}/${ev.object.metadata.name}`;
-        const rv = BigInt(ev.object.metadata.resourceVersion);
-        const s = seen.get(id) ?? { refs: refsOf(ev.object.spec) };
-        if ((ev.type === "DELETED" || ev.object.metadata.deletionTimestamp) && s.deleting === undefined)
-          s.deleting = rv;
-        if (ev.type === "DELETED") s.gone = rv;
-        seen.set(id, s);
-      },
-      signal,
-      opened,
-    ).catch((err: unknown) => {
-      if (!signal.aborted) failed(err instanceof Error ? err : new Error(String(err)));
-    });
-  });
 }
 
 function refsOf(spec: unknown): string[] {
@@ -188,13 +162,13 @@ describe("kubectl dependencies teardown on real kcp", () => {
     assert.deepEqual(plan.waves.flat().length, 7);
     assert.equal(plan.finalizerHolds.length, 3);
 
-    const seen = new Map<string, Seen>();
     const stop = new AbortController();
-    await Promise.all([
-      observe(ws, at(VMS, NS), "VirtualMachine", seen, stop.signal),
-      observe(ws, at(SUBNETS, NS), "Subnet", seen, stop.signal),
-      observe(ws, at(VPCS, NS), "VPC", seen, stop.signal),
-    ]);
+    const seen = await watchDeletes<Seen>(
+      ws,
+      { VirtualMachine: at(VMS, NS), Subnet: at(SUBNETS, NS), VPC: at(VPCS, NS) },
+      stop.signal,
+      (o) => ({ refs: refsOf(o.spec) }),
+    );
     const released = backend(ws, NS, stop.signal);
     const r = await pluginWith(connection, "teardown", "-n", NS, "--timeout=3m", `--workspace=${PATHS.consumer1}`);
     stop.abort();
@@ -267,12 +241,10 @@ describe("teardown as the consumer, with its own ServiceAccount token", () => {
     await create(ws, vpc("vpc-h", ns), held);
     const vpcPath = `${at(VPCS, ns)}/vpc-h`;
     await waitBlocked(ws, vpcPath, "VirtualMachine/vm-h");
-    const seen = new Map<string, Seen>();
     const stop = new AbortController();
-    await Promise.all([
-      observe(ws, at(VMS, ns), "VirtualMachine", seen, stop.signal),
-      observe(ws, at(VPCS, ns), "VPC", seen, stop.signal),
-    ]);
+    const seen = await watchDeletes<Seen>(ws, { VirtualMachine: at(VMS, ns), VPC: at(VPCS, ns) }, stop.signal, (o) => ({
+      refs: refsOf(o.spec),
+    }));
     try {
       // Bounded short: the VM's delete is accepted, its finalizer holds it, the VPC stays; the report says so.
       const text = await pluginWith(connection, "teardown", "-n", ns, "--timeout=5s");
