@@ -34,11 +34,12 @@ describe("bench: local targets on kcp", () => {
     }
   });
 
-  it("runs only when --only names it, with its sizes from the flags", () => {
+  it("the full run takes it only when --only names it, the smoke run (6 workspaces) always; sizes from the flags", () => {
     const full = withArgv([], () => benchArgs());
     assert.equal(full.only.has("local-targets"), false);
     const smoke = withArgv(["--smoke"], () => benchArgs());
-    assert.equal(smoke.only.has("local-targets"), false);
+    assert.equal(smoke.only.has("local-targets"), true);
+    assert.equal(smoke.int("lt-consumers"), 6);
     const named = withArgv(["--only=local-targets", "--lt-consumers=300"], () => benchArgs());
     assert.deepEqual([...named.only], ["local-targets"]);
     assert.equal(named.int("lt-consumers"), 300);
