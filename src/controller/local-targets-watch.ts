@@ -5,8 +5,8 @@
 // our configurations once the export claims them. So watches are bounded by exports × shards, never by consumers,
 // and keep no objects: an event only enqueues a pass, which reads everything again (local-targets-sync.ts). The set
 // follows each pass (level-triggered): watches start for new exports and shards and stop for exports without rules
-// and for those whose virtual workspace refused (403, 404 or 500 "API export not found": the export or the grant is gone), which only
-// the resync reads again; a failing watch otherwise backs off (src/kcp/endpoint-stream.ts).
+// and for those whose virtual workspace refused (403, 404 or 500 "API export not found": the export or the grant is
+// gone), which only the resync reads again; a failing watch otherwise backs off (src/kcp/endpoint-stream.ts).
 import type { Logger } from "pino";
 import { WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
 import { Informer, type EndpointStore, type KubeObject } from "../kcp/informer.ts";
@@ -18,7 +18,7 @@ import { APIBINDINGS } from "./local-targets-sync.ts";
 
 /** What one pass read of a dependent export with local-target rules, all shards taken together. */
 export type ExportReadState =
-  /** Its virtual workspace answered 403, 404 or 500 "API export not found" (exportGone): the export or the grant is gone. */
+  /** Its virtual workspace answered 403, 404 or 500 "API export not found" (exportGone): export or grant gone. */
   | "gone"
   /** A failure that may pass (5xx, timeout): whether it claims is not known this time. */
   | "failed"
