@@ -1,8 +1,8 @@
 // Local-target passes on events, not only at the resync: a consumer that binds a dependent export and accepts its
 // validatingwebhookconfigurations claim, or that deletes or edits our configuration in its workspace, gets a pass
 // within the work loop's debounce, so a new consumer's Secrets are unprotected for seconds, not up to a resync.
-// Through each dependent export's virtual workspace on each shard the pass visited: one watch of the export's APIBindings, and one of
-// our configurations once the export claims them. So watches are bounded by exports × shards, never by consumers,
+// Through each dependent export's virtual workspace on each shard the pass visited: one watch of the export's
+// APIBindings, and one of our configurations once the export claims them. So watches are bounded by exports × shards, never by consumers,
 // and keep no objects: an event only enqueues a pass, which reads everything again (local-targets-sync.ts). The set
 // follows each pass (level-triggered): watches start for new exports and shards and stop for exports without rules
 // and for those whose virtual workspace refused (403, 404 or 500 "API export not found": the export or the grant is
