@@ -2,11 +2,12 @@
 // validatingwebhookconfigurations claim, or that deletes or edits our configuration in its workspace, gets a pass
 // within the work loop's debounce, so a new consumer's Secrets are unprotected for seconds, not up to a resync.
 // Through each dependent export's virtual workspace on each shard the pass visited: one watch of the export's
-// APIBindings, and one of our configurations once the export claims them. So watches are bounded by exports × shards, never by consumers,
-// and keep no objects: an event only enqueues a pass, which reads everything again (local-targets-sync.ts). The set
-// follows each pass (level-triggered): watches start for new exports and shards and stop for exports without rules
-// and for those whose virtual workspace refused (403, 404 or 500 "API export not found": the export or the grant is
-// gone), which only the resync reads again; a failing watch otherwise backs off (src/kcp/endpoint-stream.ts).
+// APIBindings, and one of our configurations once the export claims them. So watches are bounded by exports × shards,
+// never by consumers, and keep no objects: an event only enqueues a pass, which reads everything again
+// (local-targets-sync.ts). The set follows each pass (level-triggered): watches start for new exports and shards and
+// stop for exports without rules and for those whose virtual workspace refused (403, 404 or 500 "API export not
+// found": the export or the grant is gone), which only the resync reads again; a failing watch otherwise backs off
+// (src/kcp/endpoint-stream.ts).
 import type { Logger } from "pino";
 import { WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
 import { Informer, type EndpointStore, type KubeObject } from "../kcp/informer.ts";
