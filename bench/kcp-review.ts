@@ -1,44 +1,58 @@
-// An AdmissionReview for the DELETE of a namespaced VPC, shaped as kcp v0.30.0 sends one (the upstream builder:
-// /work/shared/reference/kcp.md, "AdmissionReview v1 contents"): kind, resource and their request* twins, userInfo with
-// groups and extra, object null, oldObject the stored object (managedFields of a kubectl create, the kcp.io/cluster
-// annotation naming the consumer workspace), dryRun, and the DeleteOptions. About 2 KiB, as the bench's VPCs are.
+// An AdmissionReview for the DELETE of a namespaced VPC, as kcp v0.30.0 sends one: the request `node
+// bench/review-cpu-capture.ts` recorded at the webhook's port during the bench's DELETEs (2026-11-28), byte for byte in
+// shape and key order, only the group (the rule of review-cpu-server.ts) and the names differ. kcp-admin deletes, as in
+// the bench: userInfo has no `extra` (a ServiceAccount's would add its cluster-name and credential-id, about 150
+// bytes); `oldObject` is the stored object (the kcp.io/cluster annotation naming the consumer workspace, one
+// managedFields entry); DeleteOptions carry no propagationPolicy. About 1.2 KiB, as kcp's were (1,202–1,218 bytes).
+// The headers and the path's `?timeout=10s` are in KCP_HEADERS and KCP_QUERY.
 
 const GVR = { group: "network.example.io", version: "v1", resource: "vpcs" };
 const GVK = { group: "network.example.io", version: "v1", kind: "VPC" };
 
-/** The stored VPC `name` of `consumer`, as kcp serves it to admission. */
+/** What kcp's webhook client (client-go's REST client, Go's HTTP/1.1 transport) sends besides Host and the length. */
+export const KCP_HEADERS = {
+  "user-agent": "kube-apiserver-admission",
+  accept: "application/json, */*",
+  "content-type": "application/json",
+  "accept-encoding": "gzip",
+} as const;
+
+/** The query kcp adds to the VWC's URL: the webhook's timeoutSeconds (10 by default). */
+export const KCP_QUERY = "?timeout=10s";
+
+/** The stored VPC `name` of `consumer`, as kcp serves it to admission (metadata keys sorted, as stored). */
 function storedVpc(name: string, consumer: string): Record<string, unknown> {
   return {
     apiVersion: "network.example.io/v1",
     kind: "VPC",
     metadata: {
-      name,
-      namespace: "default",
-      uid: "6f1c2a2e-5b8e-4d43-9a57-3c1f1b0d2e11",
-      resourceVersion: "48213",
-      generation: 1,
-      creationTimestamp: "2026-11-27T10:41:12Z",
       annotations: { "kcp.io/cluster": consumer },
+      creationTimestamp: "2026-11-28T13:02:17Z",
+      generation: 1,
       managedFields: [
         {
-          manager: "kubectl-create",
-          operation: "Update",
           apiVersion: "network.example.io/v1",
-          time: "2026-11-27T10:41:12Z",
           fieldsType: "FieldsV1",
-          fieldsV1: { "f:spec": { ".": {}, "f:cidr": {}, "f:region": {} } },
+          fieldsV1: { "f:spec": { ".": {}, "f:cidr": {} } },
+          manager: "unknown",
+          operation: "Update",
+          time: "2026-11-28T13:02:17Z",
         },
       ],
+      name,
+      namespace: "default",
+      resourceVersion: "1003",
+      uid: "31342d74-619c-4084-b143-4baff55f06df",
     },
-    spec: { cidr: "10.0.0.0/16", region: "eu-west-1" },
+    spec: { cidr: "10.0.0.0/16" },
   };
 }
 
 /** The review kcp sends for the DELETE of VPC `name` in `consumer`'s namespace default. */
 export function kcpReview(uid: string, name: string, consumer = "consumer1"): Record<string, unknown> {
   return {
-    apiVersion: "admission.k8s.io/v1",
     kind: "AdmissionReview",
+    apiVersion: "admission.k8s.io/v1",
     request: {
       uid,
       kind: GVK,
@@ -49,18 +63,14 @@ export function kcpReview(uid: string, name: string, consumer = "consumer1"): Re
       namespace: "default",
       operation: "DELETE",
       userInfo: {
-        username: "system:serviceaccount:default:bench-consumer",
-        uid: "0b7d3c6e-2f4a-4c1e-8d0b-7a9e5f3c2b10",
-        groups: ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"],
-        extra: {
-          "authentication.kubernetes.io/cluster-name": [consumer],
-          "authentication.kubernetes.io/credential-id": ["JTI=4f0b8a52-6c1d-4e7f-9a3b-2d5c8e1f0a67"],
-        },
+        username: "kcp-admin",
+        uid: "ed0829dd-bcf7-43c1-8daa-4a19b1fad57d",
+        groups: ["system:kcp:admin", "system:authenticated"],
       },
       object: null,
       oldObject: storedVpc(name, consumer),
       dryRun: false,
-      options: { apiVersion: "meta.k8s.io/v1", kind: "DeleteOptions", propagationPolicy: "Background" },
+      options: { kind: "DeleteOptions", apiVersion: "meta.k8s.io/v1" },
     },
   };
 }

@@ -1,8 +1,9 @@
 // `node bench/review-cpu.ts`: the webhook's CPU per DELETE review, without kcp. The real server, handler, rule
 // registry and index run in a child process (review-cpu-server.ts); this process plays kcp: N sequential
-// AdmissionReviews over one keep-alive TLS connection, shaped as kcp v0.30.0 sends them (kcp-review.ts), for an
-// allowed DELETE (a VPC nobody references) and a denied one (a VPC a VM references), and, with --floor, the same
-// allowed review against a bare node:https server that answers a fixed reply (what TLS and HTTP alone cost).
+// AdmissionReviews over one keep-alive TLS connection, as kcp v0.30.0 sends them (kcp-review.ts: body, headers,
+// query), for an allowed DELETE (a VPC nobody references) and a denied one (a VPC a VM references), and, with
+// --floor, the same allowed review against a bare node:https server that answers a fixed reply (what TLS and HTTP
+// alone cost).
 // Prints the server's CPU per review (process.cpuUsage deltas / N, several runs: min / median / max), with --split
 // divided into the decision (the handler, from its call to its answer) and the rest (TLS, HTTP, body, JSON, envelope,
 // metrics, reply); the split's own process.cpuUsage() calls cost about 20 µs a review, so totals are read without it.
@@ -18,6 +19,7 @@
 //   --cpu-prof=DIR   a CPU profile of the server over the measured runs (not its startup or the warm-up), written to
 //                    DIR as a .cpuprofile (read it with bench/cpu-profile.ts, or Chrome DevTools)
 import { fork, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import https from "node:https";
 import type { Socket } from "node:net";
@@ -27,7 +29,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { NODE_FLAGS } from "../tools/kcp/binaries.ts";
-import { kcpReview } from "./kcp-review.ts";
+import { KCP_HEADERS, KCP_QUERY, kcpReview } from "./kcp-review.ts";
 import { FREE_VPC, PROVIDER, serve, USED_VPC, type ServerCpu } from "./review-cpu-server.ts";
 import { table } from "./table.ts";
 
@@ -66,13 +68,13 @@ function client(port: number, ca: Buffer): Client {
   const post = (body: Buffer) =>
     new Promise<number>((done, fail) => {
       const req = https.request(
-        { host: "127.0.0.1", port, path: `/validate/${PROVIDER}`, method: "POST", ca, agent },
+        { host: "127.0.0.1", port, path: `/validate/${PROVIDER}${KCP_QUERY}`, method: "POST", ca, agent },
         (res) => {
           res.resume();
           res.on("end", () => done(res.statusCode ?? 0));
         },
       );
-      req.setHeader("content-type", "application/json");
+      for (const [name, value] of Object.entries(KCP_HEADERS)) req.setHeader(name, value);
       req.on("socket", (s: Socket) => void (seen.has(s) || (seen.add(s), sockets++)));
       req.on("error", fail);
       req.end(body);
@@ -116,10 +118,11 @@ interface Run {
 /** `n` sequential reviews of `kind`; the server's CPU over them, per review. */
 async function run(c: Client, server: Server, kind: Kind, n: number, wait = pace): Promise<Run> {
   const name = kind === "denied" ? USED_VPC : FREE_VPC;
-  const bodies = Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify(kcpReview(`${kind}-${i}`, name))));
+  // A uid as kcp's: a UUID.
+  const bodies = Array.from({ length: n }, () => Buffer.from(JSON.stringify(kcpReview(randomUUID(), name))));
   // One review first, outside the count: the server closes a connection idle for 5 s (Node's keep-alive timeout),
   // as it may be while the other tree's runs go, and a new handshake is not what is measured.
-  const prime = Buffer.from(JSON.stringify(kcpReview(`${kind}-prime`, name)));
+  const prime = Buffer.from(JSON.stringify(kcpReview(randomUUID(), name)));
   await c.post(prime).catch(() => c.post(prime)); // the kept socket may have been closed just now
   const sockets = c.sockets();
   const before = await server.cpu();
