@@ -73,7 +73,7 @@ function recorder(cert: string, key: string): tls.Server {
     conns.push(conn);
     const t0 = performance.now();
     const chunks: [number, number][] = [];
-    let buf = Buffer.alloc(0);
+    let buf: Buffer = Buffer.alloc(0);
     socket.on("data", (d: Buffer) => {
       chunks.push([Math.round((performance.now() - t0) * 10) / 10, d.length]);
       buf = Buffer.concat([buf, d]);

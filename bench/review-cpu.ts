@@ -14,8 +14,10 @@
 //   --n=2000 reviews per run   --runs=5   --warmup=1000   --kinds=allowed,denied   --floor   --dependents=1   --split
 //   --pace=MS        wait this long after each answer (default 0): at kcp's pace in the bench (a DELETE every 10 ms
 //                    or so) the server runs colder code than back to back, and pays more per review
-//   --against=DIR    also run the server from another checkout (e.g. main's, with this bench/ copied in), its runs
-//                    interleaved with this tree's: before and after on the same machine at the same time
+//   --against=DIR[,DIR...]  also run the server from other checkouts (e.g. main's, with this bench/ copied in), their
+//                    runs interleaved with this tree's: before and after on the same machine at the same time
+//   --each           also print every run's figure in order: with --warmup=0, how the cost falls as V8 tiers the
+//                    code up (a fresh webhook serves its first few hundred reviews in baseline code)
 //   --cpu-prof=DIR   a CPU profile of the server over the measured runs (not its startup or the warm-up), written to
 //                    DIR as a .cpuprofile (read it with bench/cpu-profile.ts, or Chrome DevTools)
 import { fork, type ChildProcess } from "node:child_process";
@@ -46,6 +48,7 @@ const { values } = parseArgs({
     pace: { type: "string", default: "0" },
     "cpu-prof": { type: "string" },
     against: { type: "string" },
+    each: { type: "boolean", default: false },
   },
 });
 
@@ -158,7 +161,8 @@ function row(kind: Kind, tree: string, runs: Run[], idle: number): string[] {
   const system = f(median(runs.map((r) => r.systemMicros)));
   const split = kind === "floor" ? ["–", "–"] : [f(decision), f(median(totals) - decision)];
   const sockets = String(runs.reduce((a, r) => a + r.newSockets, 0));
-  return [kind, tree, fields, system, ...split, f(idle), sockets];
+  const each = values.each ? [totals.map(f).join(" ")] : [];
+  return [kind, tree, fields, system, ...split, f(idle), sockets, ...each];
 }
 
 /**
@@ -195,7 +199,7 @@ if (values.serve) {
   const kinds = [...(values.kinds.split(",").filter(Boolean) as Kind[]), ...(values.floor ? ["floor" as const] : [])];
   try {
     const self = resolve(fileURLToPath(import.meta.url), "../..");
-    const trees = [...(values.against ? [resolve(values.against)] : []), self];
+    const trees = [...(values.against?.split(",").filter(Boolean) ?? []).map((t) => resolve(t)), self];
     const rows = await measure(certs.dir, readFileSync(certs.caCert), kinds, trees);
     console.log(
       `node ${process.version}; ${values.runs} runs of ${values.n} sequential reviews after ${values.warmup} ` +
@@ -210,6 +214,7 @@ if (values.serve) {
       "rest",
       "idle per 10 ms",
       "new sockets",
+      ...(values.each ? ["each run, in order"] : []),
     ];
     console.log(table(headers, rows));
   } finally {
