@@ -1,7 +1,7 @@
 // A decision is counted once, by countDecision where the answer goes out (http/requests.ts): the DELETE handler only
 // times and logs it (the rule handler takes no metrics at all). The handler's log line names the object as the decision read it.
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it, mock } from "node:test";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { deny, type AdmissionRequest } from "../../src/webhook/admission.ts";
@@ -201,5 +201,49 @@ describe("the lookups' deadline", () => {
     }
     assert.equal(signals.length, 2);
     assert.equal(signals[0], signals[1], "one deadline signal for reviews started in the same window");
+  });
+
+  it("never aborts the signal of a window whose lookups are over; a lookup still running is cut off", async () => {
+    // Fake timers and a fake clock: window 1 (a review answered at once) at t = 0, window 2 (a review that hangs) at
+    // t = 200, then past both deadlines. Before, window 1's timer fired 8 s later and aborted its signal for nobody.
+    let now = 0;
+    mock.method(performance, "now", () => now);
+    mock.timers.enable({ apis: ["setTimeout"] });
+    try {
+      const signals: AbortSignal[] = [];
+      let hang = false;
+      const finder: DependentFinder = {
+        find: (_lookup, _limit, signal) => {
+          signals.push(signal!);
+          if (!hang) return Promise.resolve({ ok: true, dependents: [], complete: true });
+          return new Promise((_resolve, reject) =>
+            signal!.addEventListener("abort", () => reject(signal!.reason as Error), { once: true }),
+          );
+        },
+      };
+      const metrics = createWebhookMetrics(new Registry());
+      const logger = pino({ level: "silent" });
+      const handler = createAdmissionHandler({
+        registry: () => registry,
+        finder,
+        logger,
+        metrics,
+        lookupTimeoutMs: 20,
+      });
+      assert.equal((await handler(deleteVpc(), undefined)).allowed, true);
+      now = 200;
+      hang = true;
+      const late = handler(deleteVpc(), undefined);
+      mock.timers.tick(1_000);
+      const decision = await late;
+      assert.equal(decision.allowed, false, "the hanging lookup is still cut off at its deadline");
+      assert.match(decision.allowed ? "" : (decision.detail ?? decision.message), /no answer within 20 ms/);
+      assert.equal(signals.length, 2);
+      assert.notEqual(signals[0], signals[1]);
+      assert.equal(signals[0]?.aborted, false, "window 1's lookups were over: its signal is never aborted");
+    } finally {
+      mock.timers.reset();
+      mock.restoreAll();
+    }
   });
 });

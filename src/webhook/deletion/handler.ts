@@ -95,40 +95,75 @@ export function createAdmissionHandler(opts: HandlerOptions): AdmissionHandler {
   };
 }
 
-/** The plan's lookups in parallel, then its cluster-wide retries, all under one deadline (`signal`). */
+/** The plan's lookups in parallel, then its cluster-wide retries, all under one deadline, told when they are over. */
 async function lookAll(
   plan: LookupPlan,
   run: (lookup: Lookup, limit: number, signal: AbortSignal) => Promise<LookupResult>,
-  signal: AbortSignal,
+  deadline: Deadline,
 ): Promise<LookupResult[]> {
-  const results = await Promise.all(plan.lookups.map((l) => run(l, plan.limit, signal)));
-  for (const [i, lookup] of clusterWideRetries(plan, results)) results[i] = await run(lookup, plan.limit, signal);
-  return results;
+  const { signal } = deadline;
+  try {
+    const results = await Promise.all(plan.lookups.map((l) => run(l, plan.limit, signal)));
+    for (const [i, lookup] of clusterWideRetries(plan, results)) results[i] = await run(lookup, plan.limit, signal);
+    return results;
+  } finally {
+    deadline.done();
+  }
 }
 
 /** Reviews starting within this long of each other share one deadline signal (lookupDeadlines). */
 const DEADLINE_WINDOW_MS = 100;
 
+/** The deadline of one review's lookups: the signal they watch, and `done` once they are over. */
+interface Deadline {
+  signal: AbortSignal;
+  done(): void;
+}
+
+/** One window's deadline: its signal, its timer, and the reviews of the window whose lookups are still running. */
+interface DeadlineWindow {
+  controller: AbortController;
+  closes: number;
+  running: number;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
 /**
  * The lookups' deadline: a signal shared by the reviews that start within one window of DEADLINE_WINDOW_MS, aborted
  * `ms` after the window closes, so each review gets between `ms` and `ms` plus the window. One timer per window, not
- * one per review set and cleared (a tenth of a review's timer work at kcp's pace): at most `ms` / window pending at
- * once, each firing once. Not AbortSignal.timeout per review: its timer cannot be cleared, so every review would leave
- * one pending for the whole timeout.
+ * one per review set and cleared, and cleared once the window is closed and its lookups are over: at kcp's pace (an
+ * allowed review's lookups take microseconds) no timer ever fires, and the process is not woken for one. Not
+ * AbortSignal.timeout per review: its timer cannot be cleared, so every review would leave one pending for the whole
+ * timeout.
  */
-function lookupDeadlines(ms: number): () => AbortSignal {
-  let current: AbortSignal | undefined;
-  let closes = 0;
-  return () => {
-    const now = performance.now();
-    if (current && now < closes) return current;
+function lookupDeadlines(ms: number): () => Deadline {
+  // One reason for every abort: a DOMException captures a stack when made, which cost more than the abort itself.
+  const reason = new DOMException(`no answer within ${ms} ms`, "TimeoutError");
+  let current: DeadlineWindow | undefined;
+  const open = (now: number): DeadlineWindow => {
     const controller = new AbortController();
     // The lookups of every review in the window may listen at once; each removes its listener when done.
     setMaxListeners(0, controller.signal);
-    const abort = () => controller.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError"));
-    setTimeout(abort, ms + DEADLINE_WINDOW_MS).unref();
-    closes = now + DEADLINE_WINDOW_MS;
-    return (current = controller.signal);
+    const w: DeadlineWindow = { controller, closes: now + DEADLINE_WINDOW_MS, running: 0 };
+    const expire = (): void => {
+      if (w.running > 0) controller.abort(reason);
+    };
+    w.timer = setTimeout(expire, ms + DEADLINE_WINDOW_MS).unref();
+    return w;
+  };
+  return () => {
+    const now = performance.now();
+    if (!current || now >= current.closes) {
+      if (current?.running === 0) clearTimeout(current.timer); // closed, and nothing left to stop
+      current = open(now);
+    }
+    const w = current;
+    w.running++;
+    const done = (): void => {
+      // The window's last lookups are over: unless more reviews may still join it, its timer has nothing to stop.
+      if (--w.running === 0 && w !== current) clearTimeout(w.timer);
+    };
+    return { signal: w.controller.signal, done };
   };
 }
 
