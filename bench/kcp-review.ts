@@ -6,8 +6,8 @@
 // managedFields entry); DeleteOptions carry no propagationPolicy. About 1.2 KiB, as kcp's were (1,202–1,218 bytes).
 // The headers and the path's `?timeout=10s` are in KCP_HEADERS and KCP_QUERY.
 
-const GVR = { group: "network.example.io", version: "v1", resource: "vpcs" };
-const GVK = { group: "network.example.io", version: "v1", kind: "VPC" };
+/** The VPCs' group in review-cpu-server.ts's rule; the kcp bench's is network.test.io (review-cpu-warm.ts). */
+const GROUP = "network.example.io";
 
 /** What kcp's webhook client (client-go's REST client, Go's HTTP/1.1 transport) sends besides Host and the length. */
 export const KCP_HEADERS = {
@@ -21,9 +21,9 @@ export const KCP_HEADERS = {
 export const KCP_QUERY = "?timeout=10s";
 
 /** The stored VPC `name` of `consumer`, as kcp serves it to admission (metadata keys sorted, as stored). */
-function storedVpc(name: string, consumer: string): Record<string, unknown> {
+function storedVpc(name: string, consumer: string, group: string): Record<string, unknown> {
   return {
-    apiVersion: "network.example.io/v1",
+    apiVersion: `${group}/v1`,
     kind: "VPC",
     metadata: {
       annotations: { "kcp.io/cluster": consumer },
@@ -31,7 +31,7 @@ function storedVpc(name: string, consumer: string): Record<string, unknown> {
       generation: 1,
       managedFields: [
         {
-          apiVersion: "network.example.io/v1",
+          apiVersion: `${group}/v1`,
           fieldsType: "FieldsV1",
           fieldsV1: { "f:spec": { ".": {}, "f:cidr": {} } },
           manager: "unknown",
@@ -49,7 +49,9 @@ function storedVpc(name: string, consumer: string): Record<string, unknown> {
 }
 
 /** The review kcp sends for the DELETE of VPC `name` in `consumer`'s namespace default. */
-export function kcpReview(uid: string, name: string, consumer = "consumer1"): Record<string, unknown> {
+export function kcpReview(uid: string, name: string, consumer = "consumer1", group = GROUP): Record<string, unknown> {
+  const GVR = { group, version: "v1", resource: "vpcs" };
+  const GVK = { group, version: "v1", kind: "VPC" };
   return {
     kind: "AdmissionReview",
     apiVersion: "admission.k8s.io/v1",
@@ -68,7 +70,7 @@ export function kcpReview(uid: string, name: string, consumer = "consumer1"): Re
         groups: ["system:kcp:admin", "system:authenticated"],
       },
       object: null,
-      oldObject: storedVpc(name, consumer),
+      oldObject: storedVpc(name, consumer, group),
       dryRun: false,
       options: { kind: "DeleteOptions", apiVersion: "meta.k8s.io/v1" },
     },
