@@ -9,6 +9,7 @@ import { waitFor } from "../../tools/kcp/process.ts";
 import { tenant, type Tenant } from "../../tools/kcp/tenant.ts";
 import {
   Binaries,
+  OWNER,
   PATHS,
   TOKENS,
   setupTopology,
@@ -143,7 +144,7 @@ export function e2eSuite(
   const tenantOf = (workspacePath: string): Promise<Tenant> => {
     let t = tenants.get(workspacePath);
     if (!t) {
-      t = tenant(must(state).kcp, workspacePath, { name: "owner" });
+      t = tenant(must(state).kcp, workspacePath, { name: OWNER });
       tenants.set(workspacePath, t);
       void t.catch(() => tenants.delete(workspacePath)); // a later call tries again
     }
@@ -158,11 +159,12 @@ export function e2eSuite(
       const bins = new Binaries(kcp, lookup === "both" ? "index" : lookup);
       bins.controllerArgs = controllerArgs;
       state = { kcp, topo, bins };
+      for (const t of Object.values(topo.tenants)) tenants.set(t.workspace, Promise.resolve(t));
       await bins.startWebhook();
       await bins.startController();
-      // The compute provider writes its rule with its own token. The rest above is the operator's (kcp-admin):
-      // workspaces, dep-ctrl and its export, the processes; setupTopology also does the providers' and consumers'
-      // setup (exports, consent, bindings) as admin, shared with the demo, bench and soak.
+      // The compute provider writes its rule with its own token, as setupTopology had every provider and consumer
+      // do its own setup (exports, consent, bindings); only the workspaces, dep-ctrl's install and the processes
+      // are the operator's (kcp-admin).
       await apply((await tenantOf(PATHS.compute)).client, vmRule(topo.vars));
     } catch (err) {
       if (!state) await kcp.stop();

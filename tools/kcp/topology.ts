@@ -7,6 +7,7 @@ import path from "node:path";
 import type { LogicalClusterName } from "../../src/api/types.ts";
 import { apply, createWorkspace, parseYaml, waitForBinding, type KObject } from "./api.ts";
 import { REPO_ROOT } from "./harness.ts";
+import { bindGrant, consentToIndex, tenant, tenantClient, type Tenant } from "./tenant.ts";
 import { EXPORT_NAME, IDENTITIES, PATHS, type KcpEnv, type LookupMode } from "./layout.ts";
 
 // The binaries and the layout have their own files; the tests and tools import them from here too.
@@ -38,7 +39,12 @@ export function depCtrlBinding(depCtrlPath: string): KObject[] {
 export interface Topology {
   clusters: Record<keyof typeof PATHS, LogicalClusterName>;
   vars: Record<string, string>;
+  /** The providers' and consumers' own credentials (ServiceAccount `OWNER`), by workspace path. */
+  tenants: Record<string, Tenant>;
 }
+
+/** The ServiceAccount that plays each fixture workspace's owner (tenant.ts); tests reuse it by this name. */
+export const OWNER = "owner";
 
 export interface TopologyOptions {
   /** Shard for each workspace in a sharded setup (e.g. `{ consumer2: "shard-1" }`); kcp schedules the rest. */
@@ -66,17 +72,17 @@ export const PROVIDER_EXPORTS = [
   { path: PATHS.compute, exportName: "compute.test.io" },
 ] as const;
 
-/** A provider's consent to the dependents index (deploy/rbac/provider-index.yaml) for one of its exports. */
+/**
+ * A provider's consent to the dependents index for one of its exports, given by the provider itself: its own tenant
+ * (the workspace owner's ServiceAccount token) runs tenant.ts `consentToIndex`, the one copy of the consent.
+ */
 export async function grantIndex(
   env: KcpEnv,
   providerPath: string,
   exportName: string,
   webhookUser: string = IDENTITIES.webhook.user,
 ): Promise<void> {
-  await apply(env.ws(providerPath), file("deploy/rbac/provider-index.yaml"), {
-    WEBHOOK_USER: webhookUser,
-    DEPENDENT_EXPORT: exportName,
-  });
+  await consentToIndex(await tenantClient(env, providerPath, OWNER), exportName, webhookUser);
 }
 
 /**
@@ -94,10 +100,14 @@ export async function applyDepCtrlApi(env: KcpEnv, policy = true): Promise<void>
 }
 
 /**
- * The fixtures' workspaces, APIs, bindings and grants. Steps that do not need each other run at once (every e2e file,
- * integration test, bench and soak pays for this setup; each workspace or binding is a few seconds of kcp's own
- * controllers): the five workspaces together; the dep-ctrl API beside the providers' APIs; then the providers' dep-ctrl
- * bindings beside the consumers' bindings of the providers' APIs.
+ * The fixtures' workspaces, APIs, bindings and grants, each set up by whoever does it for real. The platform (kcp-admin)
+ * creates the five workspaces, installs dep-ctrl (its API, bootstrap RBAC, deploy/rbac/dep-ctrl-bind.yaml so providers
+ * may bind its export) and any per-shard grant. Every tenant then acts with its own workspace's ServiceAccount token
+ * (tenant.ts): a provider exports its API, lets everyone bind it (bindGrant), consents to the index and binds the
+ * dep-ctrl export accepting its claims; a consumer binds both providers' exports. Each step waits only for what it
+ * needs (every e2e file, integration test, bench and soak pays for this setup; each workspace or binding is a few
+ * seconds of kcp's own controllers): a provider's binding of dep-ctrl waits for the platform's install, a consumer's
+ * bindings for the providers' exports and bind grants.
  */
 export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Promise<Topology> {
   const log = opts.log ?? ((): void => undefined);
@@ -107,7 +117,8 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
     COMPUTE_PROVIDER_PATH: PATHS.compute,
   };
   log(
-    "creating workspaces root:dep-ctrl, root:network-provider, root:compute-provider, root:consumer1, root:consumer2",
+    "platform: creating workspaces root:dep-ctrl, root:network-provider, root:compute-provider, root:consumer1, " +
+      "root:consumer2",
   );
   const entries = Object.entries(PATHS) as [keyof typeof PATHS, string][];
   const created = await Promise.all(
@@ -117,43 +128,77 @@ export async function setupTopology(env: KcpEnv, opts: TopologyOptions = {}): Pr
     }),
   );
   const clusters = Object.fromEntries(created) as Record<keyof typeof PATHS, LogicalClusterName>;
-
-  const policy = opts.maximalPermissionPolicy ?? true;
   const lookup = opts.lookup ?? "index";
+  const policy = opts.maximalPermissionPolicy ?? true;
   log(
-    `dep-ctrl: the DependencyRule APIResourceSchema and APIExport (deploy/kcp/, ${policy ? "with" : "WITHOUT"} its ` +
-      "maximal permission policy), bootstrap RBAC (deploy/rbac/); providers: export their APIs",
+    `platform: the DependencyRule API (deploy/kcp/, ${policy ? "with" : "WITHOUT"} its maximal permission policy), ` +
+      "bootstrap RBAC and the bind grant (deploy/rbac/); providers, each with its own token: export their APIs, " +
+      `${lookup === "live" ? "" : "consent to the index, "}bind the dep-ctrl export accepting its claim; consumers, ` +
+      "each with its own token: bind the network and compute APIs",
   );
+  const platform = installPlatform(env, policy, lookup);
+  const providers = PROVIDER_EXPORTS.map((p) => exportAsProvider(env, p, lookup));
+  // Created together and awaited together, so that no rejection goes unhandled while another step still waits.
+  const [, bound, consumers] = await Promise.all([
+    platform,
+    Promise.all(providers.map(async (p) => bindDepCtrl(await p, platform))),
+    Promise.all([PATHS.consumer1, PATHS.consumer2].map((p) => bindAsConsumer(env, p, vars, providers))),
+  ]);
+  const tenants = Object.fromEntries([...bound, ...consumers].map((t) => [t.workspace, t]));
+  return { clusters, vars, tenants };
+}
+
+/** What the platform's operator applies: dep-ctrl's API, its bootstrap RBAC and bind grant, and the shard grants. */
+async function installPlatform(env: KcpEnv, policy: boolean, lookup: LookupMode | "both"): Promise<void> {
+  const depCtrl = env.ws(PATHS.depCtrl);
   await Promise.all([
-    (async (): Promise<void> => {
-      await applyDepCtrlApi(env, policy);
-      await apply(env.ws(PATHS.depCtrl), file("deploy/rbac/dep-ctrl-workspace.yaml"), RBAC_VARS);
-    })(),
+    applyDepCtrlApi(env, policy),
+    apply(depCtrl, file("deploy/rbac/dep-ctrl-workspace.yaml"), RBAC_VARS),
+    apply(depCtrl, file("deploy/rbac/dep-ctrl-bind.yaml")),
     apply(env.ws("root"), file("deploy/rbac/workspace-resolution.yaml"), RBAC_VARS),
     ...(lookup !== "index"
       ? env.shardAdmins.map((a) =>
           apply(a.forCluster("system:admin"), file("deploy/rbac/system-admin.yaml"), RBAC_VARS),
         )
       : []),
-    apply(env.ws(PATHS.network), file("test/fixtures/network-provider.yaml")),
-    apply(env.ws(PATHS.compute), file("test/fixtures/compute-provider.yaml")),
-    ...(lookup !== "live" ? PROVIDER_EXPORTS.map((p) => grantIndex(env, p.path, p.exportName)) : []),
   ]);
+}
 
-  log(
-    "providers: bind the dep-ctrl export, accepting its webhook-configuration claim; consumers: bind the network and compute APIs",
-  );
+/** A provider, as its own tenant: its API (test/fixtures/), open to every consumer, and its consent to the index. */
+async function exportAsProvider(
+  env: KcpEnv,
+  p: (typeof PROVIDER_EXPORTS)[number],
+  lookup: LookupMode | "both",
+): Promise<Tenant> {
+  const provider = await tenant(env, p.path, { name: OWNER });
+  const api = p.path === PATHS.network ? "test/fixtures/network-provider.yaml" : "test/fixtures/compute-provider.yaml";
   await Promise.all([
-    ...[PATHS.network, PATHS.compute].map(async (p) => {
-      await apply(env.ws(p), depCtrlBinding(PATHS.depCtrl));
-      await waitForBinding(env.ws(p), EXPORT_NAME);
-    }),
-    ...[PATHS.consumer1, PATHS.consumer2].map(async (p) => {
-      await apply(env.ws(p), file("test/fixtures/consumer-bindings.yaml"), vars);
-      await Promise.all([waitForBinding(env.ws(p), "network.test.io"), waitForBinding(env.ws(p), "compute.test.io")]);
-    }),
+    apply(provider.client, [...parseYaml(file(api)), ...bindGrant(p.exportName)]),
+    ...(lookup !== "live" ? [consentToIndex(provider.client, p.exportName)] : []),
   ]);
-  return { clusters, vars };
+  return provider;
+}
+
+/** The provider binds the dep-ctrl export, accepting its claims, once the platform has installed it. */
+async function bindDepCtrl(provider: Tenant, platform: Promise<void>): Promise<Tenant> {
+  await platform;
+  await apply(provider.client, depCtrlBinding(PATHS.depCtrl));
+  await waitForBinding(provider.client, EXPORT_NAME);
+  return provider;
+}
+
+/** A consumer, as its own tenant: binds both providers' exports once they exist and may be bound. */
+async function bindAsConsumer(
+  env: KcpEnv,
+  path: string,
+  vars: Record<string, string>,
+  providers: Promise<Tenant>[],
+): Promise<Tenant> {
+  const consumer = await tenant(env, path, { name: OWNER });
+  await Promise.all(providers);
+  await apply(consumer.client, file("test/fixtures/consumer-bindings.yaml"), vars);
+  await Promise.all(["network.test.io", "compute.test.io"].map((b) => waitForBinding(consumer.client, b)));
+  return consumer;
 }
 
 /** The DependencyRule of the fixtures: VMs depend on their VPC and subnet. */
