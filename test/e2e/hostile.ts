@@ -18,26 +18,17 @@
 // hostile-provider.test.ts runs the cases on one kcp, hostile-provider-sharded.test.ts on two shards.
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
-import path from "node:path";
 import { after, test } from "node:test";
 import { RULE_AUTHORS_ANNOTATION } from "../../src/api/references.ts";
 import { isApiError, type RestClient } from "../../src/kcp/rest.ts";
 import { ENDPOINT_SLICES_PATH } from "../../src/kcp/virtualworkspace.ts";
 import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../../tools/kcp/api.ts";
 import { scrapeSeries } from "../../tools/kcp/binaries.ts";
-import { REPO_ROOT } from "../../tools/kcp/harness.ts";
 import { waitFor } from "../../tools/kcp/process.ts";
 import { CountingListener, FORGED_TIME, FORGERIES, forgedStatus, type Forgery } from "../../tools/kcp/forgeries.ts";
 import { dependencyRule } from "../../tools/kcp/rules.ts";
-import { bindGrant, tenant, type Tenant } from "../../tools/kcp/tenant.ts";
-import {
-  EXPORT_NAME,
-  IDENTITIES,
-  PATHS,
-  applyDepCtrlApi,
-  depCtrlBinding,
-  type KcpEnv,
-} from "../../tools/kcp/topology.ts";
+import { bindGrant, consentToIndex, tenant, type Tenant } from "../../tools/kcp/tenant.ts";
+import { EXPORT_NAME, PATHS, applyDepCtrlApi, depCtrlBinding, type KcpEnv } from "../../tools/kcp/topology.ts";
 import { RULES, VPCS, assertDenied, at, create, exportedKind, tryDelete, vm, vpc, type E2E } from "./helpers.ts";
 
 const EVIL = "root:evil";
@@ -360,9 +351,7 @@ class Hostile {
    * through the virtual workspace, with the policy on.
    */
   async consent(): Promise<void> {
-    const consent = readFileSync(path.join(REPO_ROOT, "deploy/rbac/provider-index.yaml"), "utf8");
-    for (const k of [GADGETS, CLONE, CLONE2])
-      await apply(this.evil, consent, { WEBHOOK_USER: IDENTITIES.webhook.user, DEPENDENT_EXPORT: k.export });
+    for (const k of [GADGETS, CLONE, CLONE2]) await consentToIndex(this.evil, k.export);
     await this.holderProtected(180_000);
     await apply(this.evil, [ruleOf(CLONE, CLONE_RULE), ruleOf(CLONE2, CLONE2_RULE)]);
     await this.countRules(4); // the VM rule, the Gadget rule and the two Subnet rules

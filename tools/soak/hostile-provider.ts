@@ -25,13 +25,12 @@ import { REPO_ROOT } from "../kcp/harness.ts";
 import { waitFor } from "../kcp/process.ts";
 import { dependencyRule } from "../kcp/rules.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
-import { bindGrant, tenant } from "../kcp/tenant.ts";
+import { bindGrant, consentToIndex, tenant } from "../kcp/tenant.ts";
 import { EXPORT_NAME, PATHS, depCtrlBinding } from "../kcp/topology.ts";
 import type { History, HostileEpisode } from "./history.ts";
 import type { ShardConn } from "./kube.ts";
 import { request } from "./kube.ts";
 import { sleep, type WorkloadOptions } from "./oplog.ts";
-import { grantIndexAs } from "./tenants.ts";
 
 export const HOSTILE_PROVIDER = "root:hostile-provider";
 export const HOSTILE_EXPORT = "hostile.test.io";
@@ -63,7 +62,7 @@ export async function setupHostileProvider(kcp: ShardedKcp): Promise<HostileProv
   await apply(ws, readFileSync(path.join(REPO_ROOT, "tools/soak/fixtures/hostile-provider.yaml"), "utf8"));
   await apply(ws, depCtrlBinding(PATHS.depCtrl));
   await waitForBinding(ws, EXPORT_NAME);
-  await grantIndexAs(ws, HOSTILE_EXPORT);
+  await consentToIndex(ws, HOSTILE_EXPORT);
   await apply(ws, [
     dependencyRule(HOSTILE_RULE, [{ resource: "vpcs", path: PATHS.network, exportName: "network.test.io" }], {
       dependent: { group: HOSTILE_EXPORT, kind: "Gadget", resource: "gadgets" },

@@ -22,10 +22,10 @@ import { REPO_ROOT } from "../kcp/harness.ts";
 import { tryDelete } from "../kcp/objects.ts";
 import { waitFor } from "../kcp/process.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
-import { bindGrant, tenant } from "../kcp/tenant.ts";
+import { bindGrant, consentToIndex, tenant } from "../kcp/tenant.ts";
 import { EXPORT_NAME, PATHS, depCtrlBinding, type LookupMode } from "../kcp/topology.ts";
 import type { LocalTargetConsent } from "./history.ts";
-import { grantIndexAs, type Consumer } from "./tenants.ts";
+import type { Consumer } from "./tenants.ts";
 
 export const VAULT_PROVIDER = "root:vault-provider";
 /**
@@ -64,7 +64,7 @@ export async function setupVault(
   await apply(provider, vaultApi());
   await apply(provider, depCtrlBinding(PATHS.depCtrl));
   await waitForBinding(provider, EXPORT_NAME);
-  if (lookup === "index") await grantIndexAs(provider, VAULT_GROUP);
+  if (lookup === "index") await consentToIndex(provider, VAULT_GROUP);
   await grantLocalTargets(
     provider,
     readFileSync(path.join(REPO_ROOT, "deploy/rbac/provider-local-targets.yaml"), "utf8"),

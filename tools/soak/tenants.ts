@@ -4,11 +4,10 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { LogicalClusterName } from "../../src/api/types.ts";
-import type { RestClient } from "../../src/kcp/rest.ts";
 import { apply, createWorkspace, waitForBinding } from "../kcp/api.ts";
 import { REPO_ROOT } from "../kcp/harness.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
-import { EXPORT_NAME, IDENTITIES, PATHS, depCtrlBinding, type Topology } from "../kcp/topology.ts";
+import { EXPORT_NAME, PATHS, depCtrlBinding, type Topology } from "../kcp/topology.ts";
 import { soakBinding } from "./provider.ts";
 
 /** A consumer workspace of the soak: its path, logical cluster and shard. */
@@ -48,12 +47,4 @@ export async function setupCarelessProvider(kcp: ShardedKcp): Promise<LogicalClu
   await apply(ws, depCtrlBinding(PATHS.depCtrl));
   await waitForBinding(ws, EXPORT_NAME);
   return cluster;
-}
-
-/** A provider's own consent to the dependents index (deploy/rbac/provider-index.yaml), applied with its token. */
-export async function grantIndexAs(provider: RestClient, exportName: string): Promise<void> {
-  await apply(provider, readFileSync(path.join(REPO_ROOT, "deploy/rbac/provider-index.yaml"), "utf8"), {
-    WEBHOOK_USER: IDENTITIES.webhook.user,
-    DEPENDENT_EXPORT: exportName,
-  });
 }
