@@ -125,13 +125,11 @@ class Hostile {
    */
   async setUp(): Promise<void> {
     await this.listener.start();
-    // The operator lets every tenant bind the dep-ctrl export, as one does who offers it to all providers (and the
-    // issue's premise: any tenant that can bind it). A tenant's token counts as system:authenticated outside its own
-    // workspace.
-    await apply(this.e2e.kcp.ws(PATHS.depCtrl), bindGrant(EXPORT_NAME));
+    // The operator lets every tenant bind the dep-ctrl export (setupTopology applied deploy/rbac/dep-ctrl-bind.yaml,
+    // as getting-started does; the premise: any tenant that can bind it). A tenant's token counts as
+    // system:authenticated outside its own workspace.
     await this.workspace(EVIL, this.placement.shards?.attacker);
-    for (const p of [PATHS.network, ...this.placement.innocents])
-      this.tenants.set(p, await tenant(this.e2e.kcp, p, { name: "owner" }));
+    for (const p of [PATHS.network, ...this.placement.innocents]) this.tenants.set(p, await this.e2e.tenant(p));
     const evil = this.evil;
     // The token is scoped to its workspace: it reads nothing of the network provider's.
     await assert.rejects(
@@ -145,9 +143,11 @@ class Hostile {
     await this.setUpHolder();
   }
 
-  /** The holder binds the network provider's export (open to all) and the attacker's Gadgets, and holds one. */
+  /**
+   * The holder binds the network provider's export (open to all: its provider's bindGrant in setupTopology) and the
+   * attacker's Gadgets, and holds one.
+   */
   private async setUpHolder(): Promise<void> {
-    await apply(this.as(PATHS.network), bindGrant("network.test.io"));
     await this.workspace(HOLDER, this.placement.shards?.holder);
     const holder = this.as(HOLDER);
     await apply(holder, [apiBinding("network.test.io", PATHS.network), apiBinding(GADGETS.export, EVIL)]);
