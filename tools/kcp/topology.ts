@@ -66,10 +66,10 @@ export interface TopologyOptions {
   maximalPermissionPolicy?: boolean;
 }
 
-/** The providers of the fixtures and the export each one's rules name as their dependent's. */
+/** The providers of the fixtures, the export each one's rules name as their dependent's, and its API's file. */
 export const PROVIDER_EXPORTS = [
-  { path: PATHS.network, exportName: "network.test.io" },
-  { path: PATHS.compute, exportName: "compute.test.io" },
+  { path: PATHS.network, exportName: "network.test.io", api: "test/fixtures/network-provider.yaml" },
+  { path: PATHS.compute, exportName: "compute.test.io", api: "test/fixtures/compute-provider.yaml" },
 ] as const;
 
 /**
@@ -171,9 +171,8 @@ async function exportAsProvider(
   lookup: LookupMode | "both",
 ): Promise<Tenant> {
   const provider = await tenant(env, p.path, { name: OWNER });
-  const api = p.path === PATHS.network ? "test/fixtures/network-provider.yaml" : "test/fixtures/compute-provider.yaml";
   await Promise.all([
-    apply(provider.client, [...parseYaml(file(api)), ...bindGrant(p.exportName)]),
+    apply(provider.client, [...parseYaml(file(p.api)), ...bindGrant(p.exportName)]),
     ...(lookup !== "live" ? [consentToIndex(provider.client, p.exportName)] : []),
   ]);
   return provider;
@@ -190,11 +189,11 @@ async function bindDepCtrl(provider: Tenant, platform: Promise<void>): Promise<T
 /** A consumer, as its own tenant: binds both providers' exports once they exist and may be bound. */
 async function bindAsConsumer(
   env: KcpEnv,
-  path: string,
+  consumerPath: string,
   vars: Record<string, string>,
   providers: Promise<Tenant>[],
 ): Promise<Tenant> {
-  const consumer = await tenant(env, path, { name: OWNER });
+  const consumer = await tenant(env, consumerPath, { name: OWNER });
   await Promise.all(providers);
   await apply(consumer.client, file("test/fixtures/consumer-bindings.yaml"), vars);
   await Promise.all(["network.test.io", "compute.test.io"].map((b) => waitForBinding(consumer.client, b)));
