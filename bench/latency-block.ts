@@ -85,6 +85,8 @@ export interface Block {
   denied: number;
   afterWrite: number;
   lists: number;
+  /** N ≥ --large-n: warm up with one page of VMs, and no bare LIST right after a write. */
+  large: boolean;
   settleMs: number;
   concurrency: number;
 }
@@ -103,7 +105,9 @@ export async function runBlock(env: BenchEnv, step: Step, blk: Block): Promise<v
   );
   // Warm up the connections on both hops (not recorded, outside the metrics window), then let the cache settle.
   if (names[0]) await tryDelete(ws, vpcPath(names[0]), { dryRun: true });
-  await bareList();
+  if (blk.large)
+    await env.webhookIdentity.listPages(LIST_PATH(env), () => false, { limit: DEFAULT_PAGE_SIZE }); // one page
+  else await bareList();
   await sleep(blk.settleMs);
   const before = on ? await scrapeWebhook(env) : [];
   const kcpBefore = on ? scrapeKcp(env) : [];
@@ -132,6 +136,7 @@ export async function runBlock(env: BenchEnv, step: Step, blk: Block): Promise<v
     await createAll(ws, [vpc(`w-${tag}-${i}-a`, LATENCY_NS)]);
     const r = await step.time("afterWriteDelete", () => tryDelete(ws, vpcPath(name)));
     if (!r.allowed) step.errors.push(`DELETE ${name}: expected allowed, got ${r.status} ${r.message}`);
+    if (blk.large) continue;
     await createAll(ws, [vpc(`w-${tag}-${i}-b`, LATENCY_NS)]);
     await step.time("afterWriteList", () => bareList());
   }

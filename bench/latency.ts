@@ -13,7 +13,8 @@ import { vm, vpc } from "../tools/kcp/objects.ts";
 import type { LookupMode } from "../tools/kcp/topology.ts";
 import type { CpuPerOp } from "./cpu-meter.ts";
 import { countItems, createAll, ensureNamespace } from "./populate.ts";
-import { setProtection, useLookup, type BenchEnv } from "./env.ts";
+import { useLookup, type BenchEnv } from "./env.ts";
+import { checkIndexBudget, setAdmission } from "./latency-setup.ts";
 import {
   HELD_VPC,
   LATENCY_NS,
@@ -39,6 +40,11 @@ export interface LatencyOptions {
   denied: number;
   /** Bare LISTs per N, spread over all blocks. */
   lists: number;
+  /**
+   * From this N on a bare LIST of all the VMs is costly (about 35 s at 100,000 on a loaded machine): at most
+   * LARGE_N_LISTS timed, none right after a write, and each block warms up with one page instead of a whole LIST.
+   */
+  largeN: number;
   /** Allowed DELETEs and bare LISTs per N timed right after an unrelated write (protection on). */
   afterWrite: number;
   /** Pause after each write before the next timed request of the settled series. */
@@ -94,6 +100,7 @@ export interface Ratios {
 }
 
 export async function runLatency(env: BenchEnv, opts: LatencyOptions): Promise<LatencyResult[]> {
+  checkIndexBudget(env, opts);
   const ws = env.consumer;
   await ensureNamespace(ws, LATENCY_NS);
   await createAll(ws, [vpc(HELD_VPC, LATENCY_NS), vm("zz-held-vm", { vpc: HELD_VPC }, LATENCY_NS)]);
@@ -135,7 +142,7 @@ export async function runLatency(env: BenchEnv, opts: LatencyOptions): Promise<L
     }
     results.push(...opts.modes.flatMap((m) => step.filter((r) => r.mode === m)));
   }
-  if (!env.protected) await setProtection(env, true);
+  if (!env.protected) await setAdmission(env, true);
   return results;
 }
 
@@ -149,12 +156,13 @@ async function measureMode(
 ): Promise<LatencyResult> {
   const step = new Step(env);
   const blocks: boolean[] = [true, false, false, true]; // ABBA
+  const large = n >= opts.largeN;
   const allowedShares = shares(opts.deletes, 2);
   const deniedShares = shares(opts.denied, 2);
   const afterShares = shares(opts.afterWrite, 2);
-  const listShares = shares(opts.lists, 4);
+  const listShares = shares(large ? Math.min(opts.lists, LARGE_N_LISTS) : opts.lists, 4);
   for (const [b, on] of blocks.entries()) {
-    if (on !== env.protected) step.toggleMs.push(await setProtection(env, on));
+    if (on !== env.protected) step.toggleMs.push(await setAdmission(env, on));
     const half = b < 2 ? 0 : 1;
     await runBlock(env, step, {
       on,
@@ -163,6 +171,7 @@ async function measureMode(
       denied: on ? (deniedShares[half] ?? 0) : 0,
       afterWrite: on ? (afterShares[half] ?? 0) : 0,
       lists: listShares[b] ?? 0,
+      large,
       settleMs: opts.settleMs,
       concurrency: opts.concurrency,
     });
@@ -204,6 +213,10 @@ function toResult(n: number, mode: LookupMode, vmsListed: number, step: Step): L
     errors: step.errors,
   };
 }
+
+/** Timed bare LISTs per step at N ≥ largeN: one per block. */
+export const LARGE_N_LISTS = 4;
+
 /** Splits `total` into `parts` near-equal shares. */
 const shares = (total: number, parts: number): number[] =>
   Array.from({ length: parts }, (_, i) => Math.floor(total / parts) + (i < total % parts ? 1 : 0));

@@ -30,7 +30,8 @@ export function notesFor(others: number, from: BinariesFrom, modes: readonly Loo
       "provider's APIExport virtual workspace, live mode lists the VMs in the consumer workspace on every DELETE",
     "the client is this process's keep-alive JSON client (one HTTPS connection pool, as kubectl keeps one), " +
       "DELETEs addressed by workspace path (root:consumer1) like kubectl; requests are sequential",
-    "unprotected = the DependencyRule deleted and the controller's VWC gone (kcp's own DELETE cost); " +
+    "unprotected = the controller stopped and its VWC deleted, the rule kept (kcp's own DELETE cost; the webhook " +
+      "keeps its index); " +
       "blocks alternate protected/unprotected/unprotected/protected per N and mode; which mode goes first " +
       "alternates with N",
     `bare LIST = the webhook's own identity and URL (logical cluster, namespace, limit=${DEFAULT_PAGE_SIZE}, all pages), ` +

@@ -18,6 +18,7 @@ export const FULL = {
   deletes: "200",
   denied: "200",
   lists: "50",
+  "large-n": "50000",
   "after-write": "50",
   "settle-ms": "150",
   "page-sizes": "500,1000,2000,5000",
@@ -45,6 +46,7 @@ const SMOKE: typeof FULL = {
   deletes: "4",
   denied: "2",
   lists: "4",
+  "large-n": "50000",
   "after-write": "2",
   "settle-ms": "150",
   "page-sizes": "10,500",
@@ -76,6 +78,7 @@ export function benchArgs() {
       smoke: { type: "boolean", default: false },
       only: { type: "string" },
       "kcp-arg": { type: "string", multiple: true },
+      "webhook-arg": { type: "string", multiple: true },
       concurrency: { type: "string", default: "24" },
       binaries: { type: "string", default: "dist" },
       out: { type: "string", default: path.join(REPO_ROOT, "bench/results") },
@@ -108,6 +111,7 @@ export function benchArgs() {
   const custom =
     Object.keys(FULL).some((k) => given[k] !== undefined) ||
     values.only !== undefined ||
-    values["kcp-arg"] !== undefined;
+    values["kcp-arg"] !== undefined ||
+    values["webhook-arg"] !== undefined;
   return { values, preset, opt, ints, int, only, modes, concurrency, from, custom };
 }

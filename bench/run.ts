@@ -7,6 +7,7 @@
 //   --n=0,100,1000,10000    dependents per latency step       --deletes=200  allowed DELETEs per N, mode and on/off
 //   --denied=200            denied DELETEs per N and mode     --lists=50     bare LISTs per N and mode
 //   --after-write=50        DELETEs and LISTs per N timed right after a write    --settle-ms=150  pause after writes
+//   --large-n=50000         from this N on, few whole LISTs of the VMs: 4 timed, none after a write, warm-up one page
 //   --page-sizes=500,1000,2000,5000 --page-size-lists=10      the webhook's lookup code by page size, every N > 0
 //   --teardown=100,500,2000 VPC/VM pairs per namespace        --teardown-timeout=600 seconds per teardown
 //   --ftd-pairs=2000        pairs whose VMs hold a finalizer, taken down by kcp (webhook off, on) and by the teardown
@@ -23,6 +24,7 @@
 //   --lt-resync=10          the controller's --resync-period (s) in that phase, so steady passes come quickly
 //   --concurrency=24        POSTs in flight while creating    --out=bench/results   directory for the JSON
 //   --kcp-arg=--flag=value  extra `kcp start` flag (repeatable), e.g. a feature gate to compare against
+//   --webhook-arg=--flag=v  extra webhook flag (repeatable), e.g. a larger index budget for N ≥ 20,000 in one workspace
 //   --binaries=dist|src     dist (default): compile src/ (npm run build) and run the JavaScript the image ships;
 //                           src: run the TypeScript entry points (Node strips types at load, which costs memory)
 import { execFileSync } from "node:child_process";
@@ -32,7 +34,7 @@ import path from "node:path";
 import { REPO_ROOT } from "../tools/kcp/harness.ts";
 import { runDelay } from "./delay.ts";
 import { runFinalizerTeardown } from "./finalizer-teardown.ts";
-import { startBench, stopBench, useLookup, type BenchEnv } from "./env.ts";
+import { restartWebhook, startBench, stopBench, useLookup, type BenchEnv } from "./env.ts";
 import { runIndexMemory } from "./index-memory.ts";
 import { LATENCY_NS, runLatency } from "./latency.ts";
 import { runLocalTargets } from "./lt-kcp.ts";
@@ -89,6 +91,7 @@ async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
       deletes: int("deletes"),
       denied: int("denied"),
       lists: int("lists"),
+      largeN: int("large-n"),
       afterWrite: int("after-write"),
       settleMs: int("settle-ms"),
       pageSizes: ints(opt("page-sizes")),
@@ -150,6 +153,12 @@ async function main(): Promise<number> {
   }
   const env = await startBench(log, values["kcp-arg"] ?? [], modes[0], from);
   try {
+    if (values["webhook-arg"]) {
+      // startBench started the webhook with the defaults: start it again with the extra flags, before any phase.
+      env.bins.webhookArgs.push(...values["webhook-arg"]);
+      log(`restarting the webhook with ${values["webhook-arg"].join(" ")}`);
+      await restartWebhook(env, modes[0]!);
+    }
     const facts = await machineFacts(env);
     const report: BenchReport = {
       date: new Date().toISOString(),

@@ -174,6 +174,7 @@ function memoryRows(rep: BenchReport): TargetRow[] {
       goal: "≤ 80 MiB",
       verdict: verdict(idle("index"), (v) => v <= 80),
     });
+  rows.push(...oneWorkspaceMemoryRows(rep));
   const im = rep.indexMemory;
   if (im) {
     rows.push({
@@ -192,6 +193,32 @@ function memoryRows(rep: BenchReport): TargetRow[] {
     });
   }
   return rows;
+}
+
+/**
+ * The webhook's RSS after the latency phase's largest N (all its VMs in one workspace, the memory phase's snapshot
+ * then) against its idle RSS in the same mode: (after − idle) / VMs is a rough figure per indexed dependent, RSS
+ * being a matter of when V8 last grew or shrank its heap.
+ */
+function oneWorkspaceMemoryRows(rep: BenchReport): TargetRow[] {
+  const top = Math.max(...(rep.latency ?? []).map((l) => l.n));
+  const text = (mode: LookupMode): string => {
+    const snap = (prefix: string) => rep.memory?.find((m) => m.lookup === mode && m.label.startsWith(prefix));
+    const [idle, after] = [snap("idle")?.webhook?.rssMiB, snap("after checking")?.webhook?.rssMiB];
+    const vms = rep.latency?.find((l) => l.n === top && l.mode === mode)?.vmsListed;
+    if (idle === undefined || after === undefined || !vms) return "–";
+    return `${f(after)} MiB (idle ${f(idle)} MiB): ${f(((after - idle) * 2 ** 20) / vms, 0)} B per VM`;
+  };
+  if (!Number.isFinite(top) || !rep.memory?.some((m) => m.label.startsWith("after checking"))) return [];
+  return [
+    {
+      target: `(e) webhook RSS with N=${top} VMs in one workspace (latency phase)`,
+      index: text("index"),
+      live: text("live"),
+      goal: "(report)",
+      verdict: "–",
+    },
+  ];
 }
 
 export function targetRows(rep: BenchReport): TargetRow[] {
