@@ -12,7 +12,7 @@ import { CLUSTER_ANNOTATION, type LogicalClusterName } from "../src/api/types.ts
 import { WEBHOOK_CONFIGURATIONS_PATH } from "../src/api/wire.ts";
 import { VWC_CLAIM } from "../src/controller/local-targets.ts";
 import type { ClusterClient } from "../src/controller/writer.ts";
-import { ApiError } from "../src/kcp/rest.ts";
+import { ApiError, type RequestOptions } from "../src/kcp/rest.ts";
 
 export interface ApplyCounts {
   create: number;
@@ -81,12 +81,12 @@ export class ExportConsumers {
    */
   client(cluster: LogicalClusterName | "*"): ClusterClient {
     return {
-      request: <T>(method: string, path: string, opts?: { body?: unknown }): Promise<T> => {
+      request: <T>(method: string, path: string, opts?: RequestOptions): Promise<T> => {
         const fail = (status: number) => Promise.reject(new ApiError(method, path, status, "", "refused"));
         if (this.gone) return fail(403);
         if (this.exportDeleted)
           return Promise.reject(new ApiError(method, path, 500, "Internal Server Error", EXPORT_NOT_FOUND));
-        if (cluster === "*" && method === "GET") return Promise.resolve(this.list(path) as T);
+        if (cluster === "*" && method === "GET") return Promise.resolve(this.page(this.list(path), opts?.query) as T);
         if (cluster === "*") return fail(405);
         const name = path.slice(WEBHOOK_CONFIGURATIONS_PATH.length + 1);
         const object = opts?.body as ValidatingWebhookConfiguration;
@@ -103,14 +103,29 @@ export class ExportConsumers {
     };
   }
 
-  private list(path: string): { items: unknown[] } {
-    if (path.startsWith(WEBHOOK_CONFIGURATIONS_PATH)) return { items: this.view().existing.map((e) => e.object) };
+  /** The most items one list answer held (a client that pages asks for `limit` at a time). */
+  largestAnswer = 0;
+
+  /** `limit`/`continue` as the API server pages a list (here the continue token is the next offset). */
+  private page(
+    items: unknown[],
+    query: RequestOptions["query"],
+  ): { metadata: { continue?: string }; items: unknown[] } {
+    const from = Number(query?.["continue"] ?? 0);
+    const limit = Number(query?.["limit"] ?? 0) || items.length;
+    const answer = items.slice(from, from + limit);
+    this.largestAnswer = Math.max(this.largestAnswer, answer.length);
+    return { metadata: from + limit < items.length ? { continue: String(from + limit) } : {}, items: answer };
+  }
+
+  private list(path: string): unknown[] {
+    if (path.startsWith(WEBHOOK_CONFIGURATIONS_PATH)) return this.view().existing.map((e) => e.object);
     const items = [...this.consumers].map(([cluster, accepted]) => ({
       metadata: { annotations: { [CLUSTER_ANNOTATION]: cluster } },
       spec: { permissionClaims: [{ ...VWC_CLAIM, state: accepted ? "Accepted" : "Rejected" }] },
       status: { exportPermissionClaims: [VWC_CLAIM] },
     }));
-    return { items };
+    return items;
   }
 
   private asStored(cluster: LogicalClusterName, o: ValidatingWebhookConfiguration): ValidatingWebhookConfiguration {

@@ -2,41 +2,32 @@
 // bindings and our configurations through its virtual workspace on every shard (local-targets-shards.ts says which),
 // apply the planned writes there, and answer each rule's coverage; the exports recorded in the dep-ctrl workspace
 // whose rules are gone are visited too, to prune. Read every pass (one GET of the record, one list of root's Shards;
-// two lists per export and shard); a steady state writes nothing.
+// two lists per export and shard, a page at a time: local-targets-read.ts); a steady state writes nothing.
 // What each pass read tells local-targets-watch.ts which exports to watch, so a new consumer needs no resync.
 import type { Logger } from "pino";
 import type { ParsedRule } from "../api/rule.ts";
-import { CLUSTER_ANNOTATION, type LogicalClusterName } from "../api/types.ts";
-import { parseLogicalClusterName, WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
+import type { LogicalClusterName } from "../api/types.ts";
 import { isApiError } from "../kcp/rest.ts";
-import type { ExistingConfiguration } from "./actions.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
 import {
-  acceptedWebhookClaim,
   coverageOf,
-  exportGone,
-  exportId,
   exportKey,
-  LOCAL_TARGETS_LABEL,
   localConfiguration,
   localTargetSets,
   planLocalWrites,
-  VWC_CLAIM,
   type DependentExport,
-  type ExportBinding,
   type ExportView,
   type LocalCoverage,
 } from "./local-targets.ts";
 import { exportsToVisit, recordAfter, recordBefore, type PruneOutcome } from "./local-targets-visits.ts";
-import { exportEndpoint, shardsToVisit, type PlatformShards, type ShardsToVisit } from "./local-targets-shards.ts";
+import { shardsToVisit, type PlatformShards, type ShardsToVisit } from "./local-targets-shards.ts";
 import { ExportRecordConfigMap, ExportRecordInMemory, type ExportRecord } from "../kcp/local-targets-record.ts";
 import type { RestClient } from "../kcp/rest.ts";
 import { ShardList } from "../kcp/shards.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import type { ExportReadout } from "./local-targets-watch.ts";
+import { readExport, type Read } from "./local-targets-read.ts";
 import { send, type ClusterClient } from "./writer.ts";
-
-export const APIBINDINGS = "/apis/apis.kcp.io/v1alpha2/apibindings";
 
 export interface LocalTargetsDeps {
   /** The dep-ctrl export's virtual workspace URLs, one per shard where it is bound: every export's is beside it. */
@@ -71,25 +62,6 @@ export function localTargetsEdges(
     platformShards: new ShardList(conn.base.forCluster("root"), logger),
   };
 }
-
-interface Binding extends ExportBinding {
-  status?: { exportPermissionClaims?: { group?: string; resource?: string }[] };
-}
-
-/** Our configurations there; the export serves the claimed type only once it claims it, so a 404 means none. */
-async function listOurs(all: ClusterClient, selector: string): Promise<{ items: ValidatingWebhookConfiguration[] }> {
-  try {
-    return await all.request<{ items: ValidatingWebhookConfiguration[] }>(
-      "GET",
-      `${WEBHOOK_CONFIGURATIONS_PATH}${selector}`,
-    );
-  } catch (err) {
-    if (isApiError(err, 404)) return { items: [] };
-    throw err;
-  }
-}
-
-type Read = { view: ExportView; endpointOf: Map<LogicalClusterName, string> } | LocalCoverage;
 
 function readState(read: Read): ExportReadout["state"] {
   if ("kind" in read) return read.kind === "unreadable" && read.gone ? "gone" : "failed";
@@ -129,13 +101,13 @@ export class LocalTargets {
     const readouts: ExportReadout[] = [];
     const shards = visits.length > 0 ? await this.shards() : { bases: [] };
     for (const visit of visits) {
-      const read = await this.read(visit.export, shards);
+      const want = visit.set && localConfiguration(visit.set, this.deps.webhookBaseUrl, obs.caBundle);
+      const read = await readExport(this.deps, visit.export, shards, want);
       if (!visit.set) {
         pruned.set(exportKey(visit.export), await this.prune(read));
         continue;
       }
       readouts.push({ export: visit.export, state: readState(read) });
-      const want = localConfiguration(visit.set, this.deps.webhookBaseUrl, obs.caBundle);
       const answer = "kind" in read ? read : coverageOf(visit.set, read.view, await this.write(want, read));
       for (const rule of visit.set.rules) coverage.set(rule, answer);
     }
@@ -170,48 +142,6 @@ export class LocalTargets {
   private async prune(read: Read): Promise<PruneOutcome> {
     if ("kind" in read) return read.kind === "unreadable" && read.gone ? "gone" : "left";
     return (await this.write(undefined, read)).size === 0 ? "pruned" : "left";
-  }
-
-  private async read(e: DependentExport, shards: ShardsToVisit): Promise<Read> {
-    const consumers = new Map<LogicalClusterName, boolean>();
-    const existing: ExistingConfiguration[] = [];
-    const endpointOf = new Map<LogicalClusterName, string>();
-    let claimed = false;
-    const selector = `?labelSelector=${encodeURIComponent(`${LOCAL_TARGETS_LABEL}=${exportId(e)}`)}`;
-    for (const endpoint of shards.bases.map((base) => exportEndpoint(base, e))) {
-      const all = this.deps.clientFor(endpoint, "*" as LogicalClusterName);
-      try {
-        const bindings = await all.request<{ items: Binding[] }>("GET", APIBINDINGS);
-        for (const b of bindings.items) {
-          const cluster = parseLogicalClusterName(b.metadata.annotations?.[CLUSTER_ANNOTATION]);
-          if (!cluster) continue;
-          consumers.set(cluster, acceptedWebhookClaim(b));
-          endpointOf.set(cluster, endpoint);
-          claimed ||= (b.status?.exportPermissionClaims ?? []).some(
-            (c) => (c.group ?? "") === VWC_CLAIM.group && c.resource === VWC_CLAIM.resource,
-          );
-        }
-        const vwcs = await listOurs(all, selector);
-        for (const object of vwcs.items) {
-          const cluster = parseLogicalClusterName(object.metadata.annotations?.[CLUSTER_ANNOTATION]);
-          if (cluster) existing.push({ cluster, object });
-        }
-      } catch (err) {
-        this.deps.metrics.errors.inc({ reason: "local_targets_read" });
-        this.deps.logger.warn(
-          { export: `${e.cluster}/${e.exportName}`, err: String(err) },
-          "cannot read local targets",
-        );
-        const gone = isApiError(err) && exportGone(err.status, err.statusMessage);
-        return {
-          kind: "unreadable",
-          forbidden: isApiError(err, 403),
-          message: isApiError(err) ? `${err.status}` : "",
-          gone,
-        };
-      }
-    }
-    return { view: { consumers, existing, claimed, ...(shards.blind ? { blind: shards.blind } : {}) }, endpointOf };
   }
 
   /** The planned writes; the consumers where one failed. */

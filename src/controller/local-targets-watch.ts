@@ -15,7 +15,7 @@ import type { RestClient } from "../kcp/rest.ts";
 import type { Clock } from "../util/clock.ts";
 import { LOCAL_TARGETS_LABEL, type DependentExport } from "./local-targets.ts";
 import { exportEndpoint } from "./local-targets-shards.ts";
-import { APIBINDINGS } from "./local-targets-sync.ts";
+import { APIBINDINGS } from "./local-targets-read.ts";
 
 /** What one pass read of a dependent export with local-target rules, all shards taken together. */
 export type ExportReadState =

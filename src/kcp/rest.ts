@@ -65,6 +65,44 @@ export interface ClientOptions {
   retry?: Partial<RetryPolicy> | undefined;
 }
 
+/** What listPagesWith needs of a client: one request (RestClient.request, or a narrower client that has only that). */
+export type Requester = <T>(method: string, path: string, opts: RequestOptions) => Promise<T>;
+
+/**
+ * Lists page by page (limit/continue) and calls `onPage` for each; stops early when it returns false. A page over
+ * `maxPageBytes` is dropped as soon as it crosses the cap and asked for again with half the limit (same continue
+ * token), down to one item; the smaller limit is kept for the rest of the list. One item over the cap fails with
+ * BodyTooLargeError. A 410 on a continue token (the snapshot expired) is surfaced to the caller, who must restart.
+ */
+export async function listPagesWith<T>(
+  request: Requester,
+  path: string,
+  onPage: (page: List<T>) => boolean | void,
+  opts: ListOptions = {},
+): Promise<void> {
+  const { limit: initial, maxPageBytes, ...rest } = opts;
+  let limit = Math.max(1, initial ?? 500);
+  let cont: string | undefined;
+  for (;;) {
+    const query = { ...rest.query, limit, continue: cont };
+    let page: List<T>;
+    try {
+      page = await request<List<T>>("GET", path, {
+        ...rest,
+        query,
+        maxBodyBytes: maxPageBytes ?? DEFAULT_MAX_PAGE_BYTES,
+      });
+    } catch (err) {
+      if (!(err instanceof BodyTooLargeError) || limit === 1) throw err;
+      limit = Math.max(1, Math.floor(limit / 2));
+      continue;
+    }
+    if (onPage(page) === false) return;
+    cont = page.metadata?.continue || undefined;
+    if (!cont) return;
+  }
+}
+
 export class RestClient {
   readonly baseUrl: string;
   private readonly credentials: Credentials;
@@ -124,34 +162,9 @@ export class RestClient {
     return (text === "" ? undefined : JSON.parse(text)) as T;
   }
 
-  /**
-   * Lists page by page (limit/continue) and calls `onPage` for each; stops early when it returns false. A page over
-   * `maxPageBytes` is dropped as soon as it crosses the cap and asked for again with half the limit (same continue
-   * token), down to one item; the smaller limit is kept for the rest of the list. One item over the cap fails with
-   * BodyTooLargeError. A 410 on a continue token (the snapshot expired) is surfaced to the caller, who must restart.
-   */
+  /** Lists page by page: see listPagesWith. */
   async listPages<T>(path: string, onPage: (page: List<T>) => boolean | void, opts: ListOptions = {}): Promise<void> {
-    const { limit: initial, maxPageBytes, ...rest } = opts;
-    let limit = Math.max(1, initial ?? 500);
-    let cont: string | undefined;
-    for (;;) {
-      const query = { ...rest.query, limit, continue: cont };
-      let page: List<T>;
-      try {
-        page = await this.request<List<T>>("GET", path, {
-          ...rest,
-          query,
-          maxBodyBytes: maxPageBytes ?? DEFAULT_MAX_PAGE_BYTES,
-        });
-      } catch (err) {
-        if (!(err instanceof BodyTooLargeError) || limit === 1) throw err;
-        limit = Math.max(1, Math.floor(limit / 2));
-        continue;
-      }
-      if (onPage(page) === false) return;
-      cont = page.metadata?.continue || undefined;
-      if (!cont) return;
-    }
+    return listPagesWith((method, p, o) => this.request(method, p, o), path, onPage, opts);
   }
 
   /** Lists everything (paginated under the hood) and returns the items plus the list's resourceVersion. */
