@@ -17,6 +17,7 @@ import {
 import { compareStrings as cmp } from "../util/json.ts";
 import { planActions, type Action, type ExistingConfiguration } from "./actions.ts";
 import { buildConfiguration, type ValidatingWebhookConfiguration } from "./desired.ts";
+import { overCapMessage } from "../api/rule-cap.ts";
 import type { Verdict } from "./index-status.ts";
 import { blindNote, type ShardsToVisit } from "./local-targets-shards.ts";
 
@@ -217,4 +218,26 @@ export function localTargetsVerdict(exportName: string, coverage: LocalCoverage 
     reason: coverage.declined.length > 0 ? "SomeDeclined" : "Protected",
     message: `${count}${unprotected}`,
   };
+}
+
+/**
+ * LocalTargetsProtected. A rule the controller does not enforce (over the workspace's cap, or its dependent export
+ * definitely gone, e.g. deleted) protects local targets nowhere, and its export's consumers are not looked at
+ * (installedNowhere in plan.ts): say why, rather than "not looked at yet", which would never change. Otherwise its
+ * export's coverage.
+ */
+export function localTargetsProtected(
+  exportName: string,
+  facts: { overCap?: number; references?: { dependentInvalid: boolean; problems: string[] }; local?: LocalCoverage },
+): Verdict {
+  const nowhere = "so local targets are protected in no consumer workspace";
+  if (facts.overCap !== undefined)
+    return { status: "False", reason: "RuleCapExceeded", message: `${overCapMessage(facts.overCap)}; ${nowhere}` };
+  if (facts.references?.dependentInvalid)
+    return {
+      status: "False",
+      reason: "DependentInvalid",
+      message: `APIExport ${exportName} does not serve the dependent (${facts.references.problems.join("; ")}); ${nowhere}`,
+    };
+  return localTargetsVerdict(exportName, facts.local);
 }

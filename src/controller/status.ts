@@ -12,7 +12,7 @@ import type { ParsedRule } from "../api/rule.ts";
 import { overCapMessage } from "../api/rule-cap.ts";
 import type { Resolution } from "../kcp/workspaces.ts";
 import { canonicalJson, compareStrings as cmp } from "../util/json.ts";
-import { localTargetsVerdict, type LocalCoverage } from "./local-targets.ts";
+import { localTargetsProtected, type LocalCoverage } from "./local-targets.ts";
 import { dependentsIndexed, REVOCATION_GRACE_MS, type Verdict } from "./index-status.ts";
 
 export { REVOCATION_GRACE_MS } from "./index-status.ts";
@@ -208,7 +208,7 @@ export function computeStatus(
     ["Acyclic", acyclic(rule, facts)],
     ...(rule.localDependencies.length > 0
       ? [
-          ["LocalTargetsProtected", localTargetsVerdict(rule.dependent!.apiExportName, facts.local)] as [
+          ["LocalTargetsProtected", localTargetsProtected(rule.dependent!.apiExportName, facts)] as [
             ConditionType,
             Verdict,
           ],

@@ -23,7 +23,7 @@ import {
   recordBefore,
 } from "../../src/controller/local-targets-visits.ts";
 import { baseOfEndpoint, exportEndpoint } from "../../src/controller/local-targets-shards.ts";
-import { computeStatus } from "../../src/controller/status.ts";
+import { computeStatus, statusChanged, type RuleStatus } from "../../src/controller/status.ts";
 import { ruleObject } from "./helpers-rules.ts";
 
 const c = logicalClusterName;
@@ -173,6 +173,27 @@ describe("local targets: the rule's conditions", () => {
       ],
     );
     assert.ok(cond({ kind: "unreadable", forbidden: true, message: "403" }).includes("Ready=False/GrantMissing"));
+  });
+
+  it("a rule that is not enforced (its dependent's export deleted, or over the cap) says so, not 'not looked at yet'", () => {
+    const at = "2026-11-28T06:00:00Z";
+    const problems = ['dependent: APIExport "arc.test.io" not found in root:arc'];
+    const references = { dependentInvalid: true, invalidDependencies: new Set<number>(), problems, unknown: false };
+    const condition = (facts: Partial<Parameters<typeof computeStatus>[1]>, previous?: RuleStatus) => {
+      const status = computeStatus(arc, { resolutions: new Map(), installs: new Map(), ...facts }, previous, at);
+      return { status, local: status.conditions!.find((x) => x.type === "LocalTargetsProtected")! };
+    };
+    const gone = condition({ references });
+    assert.equal(`${gone.local.status}/${gone.local.reason}`, "False/DependentInvalid");
+    assert.match(
+      gone.local.message,
+      /APIExport arc\.test\.io does not serve the dependent \(dependent: APIExport "arc/,
+    );
+    assert.match(gone.local.message, /protected in no consumer workspace/);
+    assert.equal(statusChanged(gone.status, condition({ references }, gone.status).status), false, "no write again");
+    const capped = condition({ overCap: 2 }).local;
+    assert.equal(`${capped.status}/${capped.reason}`, "False/RuleCapExceeded");
+    assert.match(capped.message, /more than 2 DependencyRules.*protected in no consumer workspace/);
   });
 });
 
