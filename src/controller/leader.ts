@@ -2,6 +2,8 @@
 // a lease is free when its holder has not renewed it for leaseDuration as observed on OUR clock (no clock-skew
 // trust), writes use resourceVersion so two candidates cannot both win, and a leader that cannot renew within
 // renewDeadline (< leaseDuration) stops acting before anyone else may take over.
+import { randomBytes } from "node:crypto";
+import os from "node:os";
 import type { Logger } from "pino";
 import { isApiError, type RestClient } from "../kcp/rest.ts";
 import { realClock, type Clock } from "../util/clock.ts";
@@ -167,4 +169,72 @@ export class LeaderElector {
       this.options.logger.warn({ err: String(err), lease: this.leaseName() }, "could not release the lease");
     }
   }
+}
+
+/** What leading starts on this replica and losing the lease stops (the passes; what only the leader holds open). */
+export interface Leadership {
+  started(): void;
+  stopped(): void;
+}
+
+/**
+ * The controller's: leading runs the passes, after forgetting this process's own verdict writes (the informer shows
+ * what the last leader wrote); losing the lease stops them and closes the local-target watches, so a standby watches
+ * no consumer (the leader's first pass opens them again).
+ */
+export function controllerLeadership(parts: {
+  loop: { start(): void; stop(): Promise<void> };
+  verdicts: { forget(): void };
+  localTargets: { release(): void };
+}): Leadership {
+  return {
+    started: () => {
+      parts.verdicts.forget();
+      parts.loop.start();
+    },
+    stopped: () => {
+      void parts.loop.stop();
+      parts.localTargets.release();
+    },
+  };
+}
+
+/** Leader election as the controller runs it (or none: this replica leads); every replica keeps its informers warm. */
+export function elect(
+  config: { leaderElect: boolean; leaseName: string; leaseNamespace: string },
+  workspace: RestClient,
+  deps: { logger: Logger; metrics: { leader: { set(value: number): void } }; clock: Clock },
+  leadership: Leadership,
+  onElector: (elector: LeaderElector) => void,
+): { stop(): Promise<void> } {
+  if (!config.leaderElect) {
+    deps.metrics.leader.set(1);
+    leadership.started();
+    return { stop: () => Promise.resolve() };
+  }
+  const abort = new AbortController();
+  const elector = new LeaderElector({
+    store: restLeaseStore(workspace, config.leaseNamespace, config.leaseName),
+    name: config.leaseName,
+    namespace: config.leaseNamespace,
+    identity: `${os.hostname()}_${randomBytes(4).toString("hex")}`,
+    logger: deps.logger,
+    clock: deps.clock,
+    onStartedLeading: () => {
+      deps.metrics.leader.set(1);
+      leadership.started();
+    },
+    onStoppedLeading: () => {
+      deps.metrics.leader.set(0);
+      leadership.stopped();
+    },
+  });
+  onElector(elector);
+  const running = elector.run(abort.signal);
+  return {
+    async stop() {
+      abort.abort();
+      await running;
+    },
+  };
 }

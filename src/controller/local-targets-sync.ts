@@ -43,8 +43,9 @@ export interface LocalTargetsDeps {
    * dep-ctrl workspace, src/kcp/local-targets-record.ts). Unset: in this process's memory (tests; lost on restart).
    */
   localTargetsRecord?: ExportRecord | undefined;
-  /** Told after each pass what it read of the exports with rules, and on which shards, to watch them there. */
-  localTargetWatches?: { follow(exports: readonly ExportReadout[], shards: readonly string[]): void } | undefined;
+  /** Told after each pass what it read of the exports with rules, and on which shards, to watch them there (leader). */
+  localTargetWatches?:
+    { follow(exports: readonly ExportReadout[], shards: readonly string[]): void; release(): void } | undefined;
   logger: Logger;
   metrics: ControllerMetrics;
 }
@@ -112,7 +113,9 @@ export class LocalTargets {
       for (const rule of visit.set.rules) coverage.set(rule, answer);
     }
     if (grown && this.deps.mayWrite()) await this.keep(recordAfter(visits, pruned));
-    this.deps.localTargetWatches?.follow(readouts, shards.bases);
+    // Only the leader watches (a standby runs no passes): a pass that lost the lease on its way closes them.
+    if (this.deps.mayWrite()) this.deps.localTargetWatches?.follow(readouts, shards.bases);
+    else this.deps.localTargetWatches?.release();
     return coverage;
   }
 

@@ -7,7 +7,7 @@
 // (local-targets-sync.ts). The set follows each pass (level-triggered): watches start for new exports and shards and
 // stop for exports without rules and for those whose virtual workspace refused (403, 404 or 500 "API export not
 // found": the export or the grant is gone), which only the resync reads again; a failing watch otherwise backs off
-// (src/kcp/endpoint-stream.ts).
+// (src/kcp/endpoint-stream.ts). Only the leader watches: losing the lease closes them all (release).
 import type { Logger } from "pino";
 import { WEBHOOK_CONFIGURATIONS_PATH } from "../api/wire.ts";
 import { Informer, type EndpointStore, type KubeObject } from "../kcp/informer.ts";
@@ -76,6 +76,15 @@ export class LocalTargetWatches {
     const plan = watchPlan(exports, shards, new Set(this.watches.configurations.endpoints()));
     this.watches.bindings.setEndpoints(plan.bindings);
     this.watches.configurations.setEndpoints(plan.configurations);
+  }
+
+  /**
+   * Closes every watch, for a replica that lost the lease: a standby runs no passes, so their events would run
+   * nothing. The watches stay usable: the next pass this replica runs as leader opens them again (`follow`).
+   */
+  release(): void {
+    this.watches.bindings.setEndpoints([]);
+    this.watches.configurations.setEndpoints([]);
   }
 
   /** Watches open now: at most two per dependent export and shard. */

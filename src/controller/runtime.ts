@@ -8,8 +8,6 @@ import {
   type IndexReport,
   type WebhookSettings,
 } from "../api/index-report.ts";
-import os from "node:os";
-import { randomBytes } from "node:crypto";
 import { Registry } from "prom-client";
 import type { Logger } from "pino";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type LogicalClusterName } from "../api/types.ts";
@@ -24,7 +22,7 @@ import { realClock, type Clock } from "../util/clock.ts";
 import { WorkLoop } from "../util/workloop.ts";
 import { CaBundleFile } from "./ca-bundle.ts";
 import type { ValidatingWebhookConfiguration } from "./desired.ts";
-import { LeaderElector, restLeaseStore } from "./leader.ts";
+import { controllerLeadership, elect, type LeaderElector } from "./leader.ts";
 import { createMetrics } from "./metrics.ts";
 import type { RuleObject } from "./plan.ts";
 import { Reconciler, type ReconcilerDeps } from "./reconciler.ts";
@@ -111,7 +109,8 @@ export async function startController(
     "controller started",
   );
   for (const source of [rules, verdicts]) source.start();
-  const election = elect(config, conn, { logger, metrics, clock }, loop, (e) => (elector = e), verdicts);
+  const lead = controllerLeadership({ loop, verdicts, localTargets: watched.localTargets });
+  const election = elect(config, conn.workspaceClient, { logger, metrics, clock }, lead, (e) => (elector = e));
   const initializer = providerInitializerOf(config, conn, logger, clock, () => !elector || elector.isLeader());
   return {
     healthPort: health.port,
@@ -175,48 +174,6 @@ async function readIndexReport(client: RestClient): Promise<IndexReport | undefi
 /** What the webhook replicas enforce, or undefined when they do not say (none yet, or older than the field). */
 async function readWebhookSettings(client: RestClient): Promise<WebhookSettings | undefined> {
   return parseReportSettings(await client.getOptional(INDEX_REPORT_PATH));
-}
-
-/** Leader election (or none): only the leader runs passes; every replica keeps its informers warm. */
-function elect(
-  config: ControllerConfig,
-  conn: ReturnType<typeof loadKcpConnection>,
-  { logger, metrics, clock }: { logger: Logger; metrics: ReturnType<typeof createMetrics>; clock: Clock },
-  loop: WorkLoop,
-  onElector: (elector: LeaderElector) => void,
-  verdicts: VerdictStore,
-): { stop(): Promise<void> } {
-  if (!config.leaderElect) {
-    metrics.leader.set(1);
-    loop.start();
-    return { stop: () => Promise.resolve() };
-  }
-  const abort = new AbortController();
-  const elector = new LeaderElector({
-    store: restLeaseStore(conn.workspaceClient, config.leaseNamespace, config.leaseName),
-    name: config.leaseName,
-    namespace: config.leaseNamespace,
-    identity: `${os.hostname()}_${randomBytes(4).toString("hex")}`,
-    logger,
-    clock,
-    onStartedLeading: () => {
-      metrics.leader.set(1);
-      verdicts.forget();
-      loop.start();
-    },
-    onStoppedLeading: () => {
-      metrics.leader.set(0);
-      void loop.stop();
-    },
-  });
-  onElector(elector);
-  const running = elector.run(abort.signal);
-  return {
-    async stop() {
-      abort.abort();
-      await running;
-    },
-  };
 }
 
 /** The rule watch and the webhook-configuration informer. The informer follows the rule watch's endpoints from the

@@ -17,6 +17,7 @@ import {
   type ExportReadout,
   type WatchedResource,
 } from "../../src/controller/local-targets-watch.ts";
+import { controllerLeadership } from "../../src/controller/leader.ts";
 import { createMetrics } from "../../src/controller/metrics.ts";
 import { ApiError, type RestClient, type WatchEvent } from "../../src/kcp/rest.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
@@ -67,18 +68,19 @@ function world(consumers: number, shards = 1) {
   const opened = {} as Record<WatchedResource, FakeWatches>;
   let shardUrls = Array.from({ length: shards }, (_, i) => shardVW(i));
   const watches = new LocalTargetWatches({ open: (resource) => (opened[resource] = new FakeWatches()) });
+  let leader = true;
   const local = new LocalTargets({
     endpoints: () => shardUrls,
     clientFor: (endpoint, cluster) => (endpoint.includes("/vault.test.io") ? vaultConsumers : kcp).client(cluster),
     webhookBaseUrl: "https://wh:9443",
-    mayWrite: () => true,
+    mayWrite: () => leader,
     localTargetWatches: watches,
     logger: silentLogger(),
     metrics: createMetrics(new Registry()),
   });
   const sync = (r: { parsed: ParsedRule }[]) => local.sync({ rules: r, caBundle: "Q0E=" }, () => false);
   const setShards = (n: number): void => void (shardUrls = Array.from({ length: n }, (_, i) => shardVW(i)));
-  return { kcp, opened, watches, sync, setShards };
+  return { kcp, opened, watches, sync, setShards, lead: (yes: boolean) => void (leader = yes) };
 }
 
 describe("local-target watches: which endpoints a pass leaves watched", () => {
@@ -156,6 +158,18 @@ describe("local-target watches through the controller's sync (consumers played w
     kcp.gone = false;
     await sync(rules(1));
     assert.equal(watches.count(), 2);
+  });
+
+  it("a pass that lost the lease on its way leaves no watch open (the standby runs no further pass)", async () => {
+    const { watches, sync, lead } = world(10);
+    await sync(rules(1));
+    assert.equal(watches.count(), 2);
+    lead(false);
+    await sync(rules(1));
+    assert.equal(watches.count(), 0);
+    lead(true);
+    await sync(rules(1));
+    assert.equal(watches.count(), 2, "leading again: the pass opens them");
   });
 
   it("stops every watch on stop", async () => {
@@ -248,6 +262,31 @@ describe("local-target watches as informers (a played REST client, a fake clock)
     watches.follow([], [shardBase(0)]);
     assert.equal(kcp.open.length, 0, "no rule any more: both watches closed");
     await loop.stop();
+    watches.stop();
+  });
+
+  it("closes every open watch when the replica loses the lease; its first pass as leader again opens them", async () => {
+    const clock = new FakeClock();
+    const kcp = playedClient();
+    const watches = localTargetWatchesOf({ client: kcp.client, logger: silentLogger(), onChange: () => {}, clock });
+    let passes = 0;
+    const loop = {
+      start: () => void (passes++, watches.follow([vault], [shardBase(0)])), // the leader's first pass
+      stop: () => Promise.resolve(),
+    };
+    const leadership = controllerLeadership({ loop, verdicts: { forget: () => {} }, localTargets: watches });
+    leadership.started();
+    await clock.settle();
+    assert.equal(kcp.open.length, 2, "leading: bindings and configurations watched");
+    leadership.stopped();
+    await clock.settle();
+    assert.equal(kcp.open.length, 0, "a standby holds no watch open");
+    await clock.advance(60_000);
+    assert.equal(kcp.open.length, 0, "and opens none by itself");
+    leadership.started();
+    await clock.settle();
+    assert.equal(kcp.open.length, 2, "leading again: its first pass opens them");
+    assert.equal(passes, 2);
     watches.stop();
   });
 
