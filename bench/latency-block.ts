@@ -87,6 +87,8 @@ export interface Block {
   lists: number;
   /** N ≥ --large-n: warm up with one page of VMs, and no bare LIST right after a write. */
   large: boolean;
+  /** Untimed dry-run DELETEs before the timed series (LatencyOptions.warmReviews); at least one is made. */
+  warmReviews: number;
   settleMs: number;
   concurrency: number;
 }
@@ -104,7 +106,8 @@ export async function runBlock(env: BenchEnv, step: Step, blk: Block): Promise<v
     blk.concurrency,
   );
   // Warm up the connections on both hops (not recorded, outside the metrics window), then let the cache settle.
-  if (names[0]) await tryDelete(ws, vpcPath(names[0]), { dryRun: true });
+  if (names[0])
+    for (let i = 0; i < Math.max(1, blk.warmReviews); i++) await tryDelete(ws, vpcPath(names[0]), { dryRun: true });
   if (blk.large)
     await env.webhookIdentity.listPages(LIST_PATH(env), () => false, { limit: DEFAULT_PAGE_SIZE }); // one page
   else await bareList();

@@ -45,6 +45,13 @@ export interface LatencyOptions {
    * LARGE_N_LISTS timed, none right after a write, and each block warms up with one page instead of a whole LIST.
    */
   largeN: number;
+  /**
+   * Untimed dry-run DELETEs (allowed; through kcp, so in a protected block they reach the webhook as reviews) before
+   * each block's timed series, the same count in both kinds of block. A fresh webhook process runs its review path in
+   * V8's baseline tier for its first few hundred reviews (about twice the CPU of a warmed one, bench/README.md "Fourth
+   * pass"); a webhook in service has served thousands. 0 keeps the single warm-up DELETE every block makes.
+   */
+  warmReviews: number;
   /** Allowed DELETEs and bare LISTs per N timed right after an unrelated write (protection on). */
   afterWrite: number;
   /** Pause after each write before the next timed request of the settled series. */
@@ -172,6 +179,7 @@ async function measureMode(
       afterWrite: on ? (afterShares[half] ?? 0) : 0,
       lists: listShares[b] ?? 0,
       large,
+      warmReviews: opts.warmReviews,
       settleMs: opts.settleMs,
       concurrency: opts.concurrency,
     });

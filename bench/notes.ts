@@ -32,6 +32,7 @@ export function notesFor(others: number, from: BinariesFrom, modes: readonly Loo
       "DELETEs addressed by workspace path (root:consumer1) like kubectl; requests are sequential",
     "unprotected = the controller stopped and its VWC deleted, the rule kept (kcp's own DELETE cost; the webhook " +
       "keeps its index); " +
+      "each block starts with --warm-reviews untimed dry-run DELETEs (a warmed webhook, not a fresh process); " +
       "blocks alternate protected/unprotected/unprotected/protected per N and mode; which mode goes first " +
       "alternates with N",
     `bare LIST = the webhook's own identity and URL (logical cluster, namespace, limit=${DEFAULT_PAGE_SIZE}, all pages), ` +

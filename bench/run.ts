@@ -8,6 +8,8 @@
 //   --denied=200            denied DELETEs per N and mode     --lists=50     bare LISTs per N and mode
 //   --after-write=50        DELETEs and LISTs per N timed right after a write    --settle-ms=150  pause after writes
 //   --large-n=50000         from this N on, few whole LISTs of the VMs: 4 timed, none after a write, warm-up one page
+//   --warm-reviews=500      untimed dry-run DELETEs through kcp before each block (a warmed webhook, not a fresh
+//                           process whose functions V8 has not optimized yet; 0 = one, as before)
 //   --page-sizes=500,1000,2000,5000 --page-size-lists=10      the webhook's lookup code by page size, every N > 0
 //   --teardown=100,500,2000 VPC/VM pairs per namespace        --teardown-timeout=600 seconds per teardown
 //   --ftd-pairs=2000        pairs whose VMs hold a finalizer, taken down by kcp (webhook off, on) and by the teardown
@@ -77,6 +79,31 @@ function localTargetsPhase(env: BenchEnv): ReturnType<typeof runLocalTargets> {
   return runLocalTargets(env, { consumers, declining, resyncS, concurrency, timeoutMs: 1_800_000 });
 }
 
+/** The latency phase (bench/latency.ts), with the memory phase's snapshot after the largest N when both run. */
+async function latencyPhase(env: BenchEnv, report: BenchReport, memory: MemorySnapshot[]): Promise<void> {
+  const max = Math.max(...ints(opt("n")));
+  report.latency = await runLatency(env, {
+    ns: ints(opt("n")),
+    deletes: int("deletes"),
+    denied: int("denied"),
+    lists: int("lists"),
+    largeN: int("large-n"),
+    warmReviews: int("warm-reviews"),
+    afterWrite: int("after-write"),
+    settleMs: int("settle-ms"),
+    pageSizes: ints(opt("page-sizes")),
+    pageSizeLists: int("page-size-lists"),
+    concurrency,
+    modes,
+    afterStep: async (r) => {
+      if (only.has("memory") && r.n === max)
+        memory.push(await snapshot(env, `after checking ${max} dependents per DELETE`));
+    },
+  });
+  // The latency namespace is no longer needed; drop it so later phases run on a lighter kcp.
+  await env.consumer.request("DELETE", `/api/v1/namespaces/${LATENCY_NS}`).catch(() => undefined);
+}
+
 async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
   const memory: MemorySnapshot[] = [];
   if (only.has("memory"))
@@ -84,28 +111,7 @@ async function phases(env: BenchEnv, report: BenchReport): Promise<void> {
       await useLookup(env, mode);
       memory.push(await snapshot(env, "idle, 1 rule", 5_000));
     }
-  if (only.has("latency")) {
-    const max = Math.max(...ints(opt("n")));
-    report.latency = await runLatency(env, {
-      ns: ints(opt("n")),
-      deletes: int("deletes"),
-      denied: int("denied"),
-      lists: int("lists"),
-      largeN: int("large-n"),
-      afterWrite: int("after-write"),
-      settleMs: int("settle-ms"),
-      pageSizes: ints(opt("page-sizes")),
-      pageSizeLists: int("page-size-lists"),
-      concurrency,
-      modes,
-      afterStep: async (r) => {
-        if (only.has("memory") && r.n === max)
-          memory.push(await snapshot(env, `after checking ${max} dependents per DELETE`));
-      },
-    });
-    // The latency namespace is no longer needed; drop it so later phases run on a lighter kcp.
-    await env.consumer.request("DELETE", `/api/v1/namespaces/${LATENCY_NS}`).catch(() => undefined);
-  }
+  if (only.has("latency")) await latencyPhase(env, report, memory);
   if (only.has("teardown")) await teardownPhases(env, report);
   if (only.has("index-delay")) {
     report.delay = await runDelay(env, {
