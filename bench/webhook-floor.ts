@@ -1,0 +1,209 @@
+// `node bench/webhook-floor.ts` (under /work/bin/kcp-slot): what kcp v0.30.0 itself spends to call ANY validating
+// webhook on a DELETE. One real kcp with the product's topology (bench/env.ts: the webhook and the controller as
+// processes, the VM rule applied, so the controller writes its VWC in the network provider's workspace). The
+// controller is then stopped, so that the bench alone decides which VWC exists, and sequential DELETEs of fresh VPCs
+// in root:consumer1 (kcp-admin, as the latency bench) are timed in interleaved blocks under three conditions:
+//   alone    no ValidatingWebhookConfiguration: kcp's own DELETE
+//   floor    the VWC as the controller writes it (src/controller/desired.ts buildConfiguration: same rules,
+//            failurePolicy, matchPolicy, timeout; the URL with the logical cluster), pointed at a bare node:https
+//            server in a child process (webhook-floor-server.ts) with its own CA: kcp's cost of calling a webhook
+//   webhook  the controller's own VWC, pointed at the real webhook (--lookup=index), as the bench runs it
+// The VWCs are written by kcp-admin: a platform measurement, not a tenant's. Blocks alternate alone, floor, webhook,
+// webhook, floor, alone, ... so drift falls on all alike; each switch waits until a dry-run DELETE of the probe VPC
+// (referenced by a VM) shows the new condition three times running. CPU per DELETE of kcp, the webhook and the floor
+// server from /proc (10 ms ticks, summed over the DELETEs); the floor server's CPU per review from its own
+// process.cpuUsage(). A benchmark: prints figures, asserts nothing.
+//
+//   --deletes=300 per condition   --block=50 DELETEs per block   --conditions=alone,floor,webhook
+//   --settle-ms=150 pause after each DELETE (the latency bench's default)   --binaries=src|dist (dist: `npm run build`)
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { isApiError } from "../src/kcp/rest.ts";
+import { makeCerts } from "../tools/kcp/certs.ts";
+import { VPCS, at, tryDelete, vpc } from "../tools/kcp/objects.ts";
+import { REPO_ROOT } from "../tools/kcp/harness.ts";
+import { cpuMsOf } from "./machine.ts";
+import { otherKcps } from "./notes.ts";
+import { createAll, ensureNamespace } from "./populate.ts";
+import { summarize } from "./stats.ts";
+import { f, table, x } from "./table.ts";
+import { startBench, stopBench, type BenchEnv } from "./env.ts";
+import {
+  CONDITIONS,
+  schedule,
+  startFloorServer,
+  switchTo,
+  vwcsFor,
+  type Condition,
+  type FloorServer,
+  type Vwcs,
+} from "./webhook-floor-vwc.ts";
+
+const { values } = parseArgs({
+  options: {
+    deletes: { type: "string", default: "300" },
+    block: { type: "string", default: "50" },
+    conditions: { type: "string", default: CONDITIONS.join(",") },
+    "settle-ms": { type: "string", default: "150" },
+    binaries: { type: "string", default: "src" },
+  },
+});
+
+const NS = "bench-floor";
+const log = (line: string): void => void process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const uptime = (): string => execFileSync("uptime", { encoding: "utf8" }).trim();
+
+/** What one condition gathered over its blocks. */
+interface Tally {
+  samples: number[];
+  /** /proc CPU ms summed over the timed DELETEs. */
+  kcpMs: number;
+  webhookMs: number;
+  floorMs: number;
+  /** The floor server's own process.cpuUsage() over its blocks (µs), the reviews and new TLS connections it saw. */
+  floorMicros: number;
+  floorReviews: number;
+  floorConnections: number;
+  errors: string[];
+}
+
+const tally = (): Tally => ({
+  samples: [],
+  kcpMs: 0,
+  webhookMs: 0,
+  floorMs: 0,
+  floorMicros: 0,
+  floorReviews: 0,
+  floorConnections: 0,
+  errors: [],
+});
+
+interface World {
+  env: BenchEnv;
+  floor: FloorServer;
+  vwcs: Vwcs;
+  current: Condition | undefined;
+}
+
+function cpuNow(w: World) {
+  return {
+    kcp: cpuMsOf(w.env.kcp.process.pid),
+    webhook: cpuMsOf(w.env.bins.webhook?.proc.pid),
+    floor: cpuMsOf(w.floor.pid),
+  };
+}
+
+/** One block: fresh VPCs, the condition in force, one untimed dry run (warms kcp's connection), timed DELETEs. */
+async function runBlock(w: World, cond: Condition, tag: string, count: number, t: Tally): Promise<void> {
+  const names = Array.from({ length: count }, (_, i) => `${tag}-${i}`);
+  await createAll(
+    w.env.consumer,
+    names.map((n) => vpc(n, NS)),
+  );
+  if (w.current !== cond) {
+    const ms = await switchTo(w.env, w.floor, w.vwcs, cond);
+    log(`  switched to ${cond} in ${ms} ms`);
+    w.current = cond;
+  }
+  const path = (name: string) => `${at(VPCS, NS)}/${name}`;
+  await tryDelete(w.env.consumer, path(names[0] ?? ""), { dryRun: true });
+  await sleep(Number(values["settle-ms"]));
+  const floorBefore = await w.floor.cpu();
+  for (const name of names) {
+    const before = cpuNow(w);
+    const start = performance.now();
+    const r = await tryDelete(w.env.consumer, path(name));
+    t.samples.push(performance.now() - start);
+    const after = cpuNow(w);
+    t.kcpMs += after.kcp - before.kcp;
+    t.webhookMs += after.webhook - before.webhook;
+    t.floorMs += after.floor - before.floor;
+    if (!r.allowed) t.errors.push(`DELETE ${name}: ${r.status} ${r.message}`);
+    await sleep(Number(values["settle-ms"]));
+  }
+  const floorAfter = await w.floor.cpu();
+  t.floorMicros += floorAfter.user + floorAfter.system - floorBefore.user - floorBefore.system;
+  t.floorReviews += floorAfter.reviews - floorBefore.reviews;
+  t.floorConnections += floorAfter.connections - floorBefore.connections;
+}
+
+function report(conds: Condition[], tallies: Map<Condition, Tally>): string {
+  const base = summarize(tallies.get("alone")?.samples ?? []);
+  const rows = conds.map((c) => {
+    const t = tallies.get(c) ?? tally();
+    const s = summarize(t.samples);
+    const n = s.n || NaN;
+    return [
+      c,
+      String(s.n),
+      f(s.p50, 2),
+      f(s.p95, 2),
+      f(s.mean, 2),
+      `${x(s.p50 / base.p50)} / ${x(s.p95 / base.p95)} / ${x(s.mean / base.mean)}`,
+      f(s.p50 - base.p50, 2),
+      f(t.kcpMs / n, 2),
+      f(t.webhookMs / n, 2),
+      f(t.floorMs / n, 2),
+      t.floorReviews ? f(t.floorMicros / t.floorReviews, 0) : "–",
+      String(t.floorConnections),
+    ];
+  });
+  const headers = ["condition", "DELETEs", "p50 ms", "p95 ms", "mean ms", "÷ alone p50/p95/mean", "p50 − alone"];
+  headers.push("kcp CPU ms/DEL", "webhook CPU ms/DEL", "floor CPU ms/DEL", "floor µs/review", "floor new TLS conns");
+  return table(headers, rows, 1);
+}
+
+async function measure(w: World, conds: Condition[]): Promise<Map<Condition, Tally>> {
+  const tallies = new Map(conds.map((c) => [c, tally()]));
+  const blocks = schedule(conds, Number(values.deletes), Number(values.block));
+  for (const [i, b] of blocks.entries()) {
+    log(`block ${i + 1}/${blocks.length}: ${b.condition}, ${b.count} DELETEs; load ${loadavg()[0]?.toFixed(1)}`);
+    await runBlock(w, b.condition, `f${i}-${b.condition}`, b.count, tallies.get(b.condition) ?? tally());
+  }
+  return tallies;
+}
+
+async function main(): Promise<void> {
+  const conds = values.conditions.split(",").filter(Boolean) as Condition[];
+  const bad = conds.filter((c) => !CONDITIONS.includes(c));
+  if (bad.length) throw new Error(`--conditions: unknown ${bad.join(", ")} (known: ${CONDITIONS.join(", ")})`);
+  if (!conds.includes("alone")) throw new Error("--conditions must include alone: the ratios are against it");
+  const startedAt = new Date().toISOString();
+  const uptimeStart = uptime();
+  log(`start: ${uptimeStart}`);
+  const env = await startBench(log, [], "index", values.binaries === "dist" ? "dist" : "src");
+  const certs = makeCerts(join(env.kcp.rootDir, "floor-tls"), { ips: ["127.0.0.1"] });
+  const floor = await startFloorServer(certs.dir);
+  try {
+    const vwcs = await vwcsFor(env, floor.port, readFileSync(certs.caCert));
+    log("stopping the controller: from here the bench alone writes the VWC");
+    await env.bins.controller?.proc.stop();
+    await ensureNamespace(env.consumer, NS);
+    const w: World = { env, floor, vwcs, current: undefined }; // the first block switches, whatever is there
+    const others = otherKcps(env.kcp.process.pid);
+    const tallies = await measure(w, conds);
+    const uptimeEnd = uptime();
+    console.log(
+      `kcp webhook floor, ${startedAt} → ${new Date().toISOString()}; ${others} other kcp server(s) running\n` +
+        `load at start: ${uptimeStart}\nload at end:   ${uptimeEnd}\n` +
+        `${values.deletes} DELETEs per condition in blocks of ${values.block}, settle ${values["settle-ms"]} ms; ` +
+        `binaries from ${values.binaries}; CPU/DEL from /proc (10 ms ticks, summed)\n`,
+    );
+    console.log(report(conds, tallies));
+    for (const [c, t] of tallies) for (const e of t.errors.slice(0, 5)) console.log(`error (${c}): ${e}`);
+    const dir = join(REPO_ROOT, "bench/results");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `webhook-floor-${startedAt.replace(/[:.]/g, "-")}.json`);
+    writeFileSync(file, JSON.stringify({ startedAt, uptimeStart, uptimeEnd, others, values, tallies: [...tallies] }));
+    log(`samples: ${file}`);
+  } finally {
+    await floor.exit();
+    await stopBench(env).catch((err: unknown) => log(`stop: ${isApiError(err) ? err.message : String(err)}`));
+  }
+}
+
+await main();
