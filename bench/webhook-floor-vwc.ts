@@ -1,7 +1,5 @@
 // The conditions of `node bench/webhook-floor.ts`, the VWC each puts in the network provider's workspace (written by
-// kcp-admin), the order of the blocks, switching from one condition to the next, and starting the floor server.
-import { fork } from "node:child_process";
-import { fileURLToPath } from "node:url";
+// kcp-admin), the order of the blocks, and switching from one condition to the next.
 import {
   WORKSPACE_PATHS_ANNOTATION,
   buildConfiguration,
@@ -12,16 +10,21 @@ import type { GroupVersionResource } from "../src/api/rule.ts";
 import { isApiError } from "../src/kcp/rest.ts";
 import { VWC_PATH, tryDelete } from "../tools/kcp/objects.ts";
 import { waitFor } from "../tools/kcp/process.ts";
-import { NODE_FLAGS } from "../tools/kcp/binaries.ts";
 import { PATHS } from "../tools/kcp/topology.ts";
 import { PROBE_VPC, type BenchEnv } from "./env.ts";
-import type { FloorCpu } from "./webhook-floor-server.ts";
+import type { FloorServer } from "./webhook-floor-start.ts";
 
-export const CONDITIONS = ["alone", "floor", "webhook"] as const;
+/** alone: no VWC; floor, floor-go: a bare webhook in Node or Go; webhook: the real one. */
+export const CONDITIONS = ["alone", "floor", "floor-go", "webhook"] as const;
 export type Condition = (typeof CONDITIONS)[number];
+export type FloorCondition = Extract<Condition, "floor" | "floor-go">;
+export const isFloor = (c: Condition): c is FloorCondition => c === "floor" || c === "floor-go";
+
+/** The floor servers running (those the conditions name). */
+export type Floors = Map<FloorCondition, FloorServer>;
 
 /** The VWC of each condition that has one. */
-export type Vwcs = Record<Exclude<Condition, "alone">, ValidatingWebhookConfiguration>;
+export type Vwcs = Partial<Record<Exclude<Condition, "alone">, ValidatingWebhookConfiguration>>;
 
 export interface Block {
   condition: Condition;
@@ -44,10 +47,10 @@ export function schedule(conds: readonly Condition[], perCondition: number, size
 
 /**
  * The controller's VWC as it wrote it (read back, server fields dropped), and the same built by buildConfiguration
- * for the floor server: the controller's targets, workspace paths, URL form (`<base>/validate/<cluster>`), failure
+ * for each floor server: the controller's targets, workspace paths, URL form (`<base>/validate/<cluster>`), failure
  * policy, match policy and timeout; only the base URL and the CA differ.
  */
-export async function vwcsFor(env: BenchEnv, floorPort: number, floorCaPem: Buffer): Promise<Vwcs> {
+export async function vwcsFor(env: BenchEnv, floors: Floors, floorCaPem: Buffer): Promise<Vwcs> {
   const read = await env.kcp.ws(PATHS.network).get<ValidatingWebhookConfiguration>(VWC_PATH);
   const { name, labels, annotations } = read.metadata;
   const webhook: ValidatingWebhookConfiguration = { ...read, metadata: { name, labels, annotations } };
@@ -57,33 +60,42 @@ export async function vwcsFor(env: BenchEnv, floorPort: number, floorCaPem: Buff
     resource: r.resources[0] ?? "",
   }));
   const paths = (annotations?.[WORKSPACE_PATHS_ANNOTATION] ?? "").split(",").filter(Boolean);
-  const base = `https://127.0.0.1:${floorPort}`;
-  const floor = buildConfiguration(env.topo.clusters.network, targets, base, floorCaPem.toString("base64"), paths);
-  return { webhook, floor };
+  const vwcs: Vwcs = { webhook };
+  for (const [cond, floor] of floors) {
+    const base = `https://127.0.0.1:${floor.port}`;
+    vwcs[cond] = buildConfiguration(env.topo.clusters.network, targets, base, floorCaPem.toString("base64"), paths);
+  }
+  return vwcs;
 }
 
 /**
  * Puts `cond`'s VWC in place (deletes the one there, creates the new: one name for all) and waits until kcp's
  * admission shows it three times running on a dry-run DELETE of the probe VPC, which a VM references: the real
- * webhook denies it (409); the floor allows it and counts one review; with no VWC it is allowed and the floor counts
- * none. Returns the milliseconds it took.
+ * webhook denies it (409); a floor allows it and counts one review; with no VWC it is allowed. Every other floor
+ * counts none. Returns the milliseconds it took.
  */
-export async function switchTo(env: BenchEnv, floor: FloorServer, vwcs: Vwcs, cond: Condition): Promise<number> {
+export async function switchTo(env: BenchEnv, floors: Floors, vwcs: Vwcs, cond: Condition): Promise<number> {
   const started = Date.now();
   const network = env.kcp.ws(PATHS.network);
   await network.request("DELETE", VWC_PATH).catch((err: unknown) => {
     if (!isApiError(err, 404)) throw err;
   });
-  if (cond !== "alone") await network.request("POST", WEBHOOK_CONFIGURATIONS_PATH, { body: vwcs[cond] });
+  if (cond !== "alone") {
+    const body = vwcs[cond];
+    if (!body) throw new Error(`no VWC for condition ${cond}`);
+    await network.request("POST", WEBHOOK_CONFIGURATIONS_PATH, { body });
+  }
   let running = 0;
   await waitFor(
     `kcp's admission to show condition ${cond}`,
     async () => {
-      const before = (await floor.cpu()).reviews;
+      const before = await reviewsOf(floors);
       const r = await tryDelete(env.consumer, PROBE_VPC, { dryRun: true });
-      const reviews = (await floor.cpu()).reviews - before;
-      const shows =
-        cond === "webhook" ? !r.allowed && r.status === 409 : r.allowed && reviews === (cond === "floor" ? 1 : 0);
+      const after = await reviewsOf(floors);
+      const floorsRight = [...floors.keys()].every(
+        (c) => (after.get(c) ?? 0) - (before.get(c) ?? 0) === (c === cond ? 1 : 0),
+      );
+      const shows = floorsRight && (cond === "webhook" ? !r.allowed && r.status === 409 : r.allowed);
       running = shows ? running + 1 : 0;
       return running >= 3 || undefined;
     },
@@ -92,30 +104,8 @@ export async function switchTo(env: BenchEnv, floor: FloorServer, vwcs: Vwcs, co
   return Date.now() - started;
 }
 
-export interface FloorServer {
-  port: number;
-  pid: number | undefined;
-  cpu(): Promise<FloorCpu>;
-  exit(): Promise<void>;
-}
-
-/** Forks the floor server with the webhook's V8 flags, serving `<dir>/tls.crt` and `tls.key`. */
-export async function startFloorServer(dir: string): Promise<FloorServer> {
-  const proc = fork(fileURLToPath(new URL("./webhook-floor-server.ts", import.meta.url)), [dir], {
-    execArgv: [...process.execArgv, ...NODE_FLAGS],
-    stdio: ["ignore", "ignore", "inherit", "ipc"],
-  });
-  const next = <T>() => new Promise<T>((done) => proc.once("message", (m) => done(m as T)));
-  const { port } = await next<{ port: number }>();
-  return {
-    port,
-    pid: proc.pid,
-    cpu: () => (proc.send("cpu"), next<FloorCpu>()),
-    exit: () =>
-      new Promise<void>((done) => {
-        if (proc.exitCode !== null) return done();
-        proc.once("exit", () => done());
-        proc.send("exit");
-      }),
-  };
+async function reviewsOf(floors: Floors): Promise<Map<FloorCondition, number>> {
+  const out = new Map<FloorCondition, number>();
+  for (const [c, floor] of floors) out.set(c, (await floor.cpu()).reviews);
+  return out;
 }

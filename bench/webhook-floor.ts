@@ -14,11 +14,13 @@
 // server from /proc (10 ms ticks, summed over the DELETEs); the floor server's CPU per review from its own
 // process.cpuUsage(). A benchmark: prints figures, asserts nothing.
 //
-//   --deletes=300 per condition   --block=50 DELETEs per block   --conditions=alone,floor,webhook
+//   floor-go the same bare webhook in Go's net/http (webhook-floor-go/, built with `go`; only when named): kcp's
+//            share of the call with a server leaner than Node's
+//   --deletes=300 per condition   --block=50 DELETEs per block   --conditions=alone,floor,webhook (or floor-go too)
 //   --settle-ms=150 pause after each DELETE (the latency bench's default)   --binaries=src|dist (dist: `npm run build`)
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { loadavg } from "node:os";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { isApiError } from "../src/kcp/rest.ts";
@@ -31,14 +33,15 @@ import { createAll, ensureNamespace } from "./populate.ts";
 import { summarize } from "./stats.ts";
 import { f, table, x } from "./table.ts";
 import { startBench, stopBench, type BenchEnv } from "./env.ts";
+import { startFloorServer, startGoFloorServer, type FloorServer } from "./webhook-floor-start.ts";
 import {
   CONDITIONS,
+  isFloor,
   schedule,
-  startFloorServer,
   switchTo,
   vwcsFor,
   type Condition,
-  type FloorServer,
+  type Floors,
   type Vwcs,
 } from "./webhook-floor-vwc.ts";
 
@@ -46,7 +49,7 @@ const { values } = parseArgs({
   options: {
     deletes: { type: "string", default: "300" },
     block: { type: "string", default: "50" },
-    conditions: { type: "string", default: CONDITIONS.join(",") },
+    conditions: { type: "string", default: "alone,floor,webhook" },
     "settle-ms": { type: "string", default: "150" },
     binaries: { type: "string", default: "src" },
   },
@@ -84,18 +87,20 @@ const tally = (): Tally => ({
 
 interface World {
   env: BenchEnv;
-  floor: FloorServer;
+  floors: Floors;
   vwcs: Vwcs;
   current: Condition | undefined;
 }
 
-function cpuNow(w: World) {
+function cpuNow(w: World, floor: FloorServer | undefined) {
   return {
     kcp: cpuMsOf(w.env.kcp.process.pid),
     webhook: cpuMsOf(w.env.bins.webhook?.proc.pid),
-    floor: cpuMsOf(w.floor.pid),
+    floor: floor ? cpuMsOf(floor.pid) : 0,
   };
 }
+
+const NO_FLOOR = { user: 0, system: 0, reviews: 0, connections: 0 };
 
 /** One block: fresh VPCs, the condition in force, one untimed dry run (warms kcp's connection), timed DELETEs. */
 async function runBlock(w: World, cond: Condition, tag: string, count: number, t: Tally): Promise<void> {
@@ -105,27 +110,28 @@ async function runBlock(w: World, cond: Condition, tag: string, count: number, t
     names.map((n) => vpc(n, NS)),
   );
   if (w.current !== cond) {
-    const ms = await switchTo(w.env, w.floor, w.vwcs, cond);
+    const ms = await switchTo(w.env, w.floors, w.vwcs, cond);
     log(`  switched to ${cond} in ${ms} ms`);
     w.current = cond;
   }
   const path = (name: string) => `${at(VPCS, NS)}/${name}`;
   await tryDelete(w.env.consumer, path(names[0] ?? ""), { dryRun: true });
   await sleep(Number(values["settle-ms"]));
-  const floorBefore = await w.floor.cpu();
+  const floor = isFloor(cond) ? w.floors.get(cond) : undefined;
+  const floorBefore = (await floor?.cpu()) ?? NO_FLOOR;
   for (const name of names) {
-    const before = cpuNow(w);
+    const before = cpuNow(w, floor);
     const start = performance.now();
     const r = await tryDelete(w.env.consumer, path(name));
     t.samples.push(performance.now() - start);
-    const after = cpuNow(w);
+    const after = cpuNow(w, floor);
     t.kcpMs += after.kcp - before.kcp;
     t.webhookMs += after.webhook - before.webhook;
     t.floorMs += after.floor - before.floor;
     if (!r.allowed) t.errors.push(`DELETE ${name}: ${r.status} ${r.message}`);
     await sleep(Number(values["settle-ms"]));
   }
-  const floorAfter = await w.floor.cpu();
+  const floorAfter = (await floor?.cpu()) ?? NO_FLOOR;
   t.floorMicros += floorAfter.user + floorAfter.system - floorBefore.user - floorBefore.system;
   t.floorReviews += floorAfter.reviews - floorBefore.reviews;
   t.floorConnections += floorAfter.connections - floorBefore.connections;
@@ -167,42 +173,62 @@ async function measure(w: World, conds: Condition[]): Promise<Map<Condition, Tal
   return tallies;
 }
 
-async function main(): Promise<void> {
+/** The floor servers the conditions name, serving a throwaway CA's certificate from `dir` (made before kcp starts). */
+async function startFloors(conds: Condition[], dir: string): Promise<Floors> {
+  const floors: Floors = new Map();
+  if (conds.includes("floor")) floors.set("floor", await startFloorServer(dir));
+  if (conds.includes("floor-go")) floors.set("floor-go", await startGoFloorServer(dir, dir));
+  return floors;
+}
+
+function parseConditions(): Condition[] {
   const conds = values.conditions.split(",").filter(Boolean) as Condition[];
   const bad = conds.filter((c) => !CONDITIONS.includes(c));
   if (bad.length) throw new Error(`--conditions: unknown ${bad.join(", ")} (known: ${CONDITIONS.join(", ")})`);
   if (!conds.includes("alone")) throw new Error("--conditions must include alone: the ratios are against it");
+  return conds;
+}
+
+async function run(env: BenchEnv, floors: Floors, ca: Buffer, conds: Condition[], uptimeStart: string): Promise<void> {
   const startedAt = new Date().toISOString();
-  const uptimeStart = uptime();
-  log(`start: ${uptimeStart}`);
-  const env = await startBench(log, [], "index", values.binaries === "dist" ? "dist" : "src");
-  const certs = makeCerts(join(env.kcp.rootDir, "floor-tls"), { ips: ["127.0.0.1"] });
-  const floor = await startFloorServer(certs.dir);
+  const vwcs = await vwcsFor(env, floors, ca);
+  log("stopping the controller: from here the bench alone writes the VWC");
+  await env.bins.controller?.proc.stop();
+  await ensureNamespace(env.consumer, NS);
+  const others = otherKcps(env.kcp.process.pid);
+  const tallies = await measure({ env, floors, vwcs, current: undefined }, conds); // the first block switches
+  const uptimeEnd = uptime();
+  console.log(
+    `kcp webhook floor, ${startedAt} → ${new Date().toISOString()}; ${others} other kcp server(s) running\n` +
+      `load at start: ${uptimeStart}\nload at end:   ${uptimeEnd}\n` +
+      `${values.deletes} DELETEs per condition in blocks of ${values.block}, settle ${values["settle-ms"]} ms; ` +
+      `binaries from ${values.binaries}; CPU/DEL from /proc (10 ms ticks, summed)\n`,
+  );
+  console.log(report(conds, tallies));
+  for (const [c, t] of tallies) for (const e of t.errors.slice(0, 5)) console.log(`error (${c}): ${e}`);
+  const dir = join(REPO_ROOT, "bench/results");
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `webhook-floor-${startedAt.replace(/[:.]/g, "-")}.json`);
+  writeFileSync(file, JSON.stringify({ startedAt, uptimeStart, uptimeEnd, others, values, tallies: [...tallies] }));
+  log(`samples: ${file}`);
+}
+
+async function main(): Promise<void> {
+  const conds = parseConditions();
+  const certs = makeCerts(mkdtempSync(join(tmpdir(), "webhook-floor-")), { ips: ["127.0.0.1"] });
+  const floors = await startFloors(conds, certs.dir);
   try {
-    const vwcs = await vwcsFor(env, floor.port, readFileSync(certs.caCert));
-    log("stopping the controller: from here the bench alone writes the VWC");
-    await env.bins.controller?.proc.stop();
-    await ensureNamespace(env.consumer, NS);
-    const w: World = { env, floor, vwcs, current: undefined }; // the first block switches, whatever is there
-    const others = otherKcps(env.kcp.process.pid);
-    const tallies = await measure(w, conds);
-    const uptimeEnd = uptime();
-    console.log(
-      `kcp webhook floor, ${startedAt} → ${new Date().toISOString()}; ${others} other kcp server(s) running\n` +
-        `load at start: ${uptimeStart}\nload at end:   ${uptimeEnd}\n` +
-        `${values.deletes} DELETEs per condition in blocks of ${values.block}, settle ${values["settle-ms"]} ms; ` +
-        `binaries from ${values.binaries}; CPU/DEL from /proc (10 ms ticks, summed)\n`,
-    );
-    console.log(report(conds, tallies));
-    for (const [c, t] of tallies) for (const e of t.errors.slice(0, 5)) console.log(`error (${c}): ${e}`);
-    const dir = join(REPO_ROOT, "bench/results");
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, `webhook-floor-${startedAt.replace(/[:.]/g, "-")}.json`);
-    writeFileSync(file, JSON.stringify({ startedAt, uptimeStart, uptimeEnd, others, values, tallies: [...tallies] }));
-    log(`samples: ${file}`);
+    const uptimeStart = uptime();
+    log(`start: ${uptimeStart}`);
+    const env = await startBench(log, [], "index", values.binaries === "dist" ? "dist" : "src");
+    try {
+      await run(env, floors, readFileSync(certs.caCert), conds, uptimeStart);
+    } finally {
+      await stopBench(env).catch((err: unknown) => log(`stop: ${isApiError(err) ? err.message : String(err)}`));
+    }
   } finally {
-    await floor.exit();
-    await stopBench(env).catch((err: unknown) => log(`stop: ${isApiError(err) ? err.message : String(err)}`));
+    for (const floor of floors.values()) await floor.exit();
+    rmSync(certs.dir, { recursive: true, force: true });
   }
 }
 

@@ -23,7 +23,7 @@ describe("webhook-floor schedule", () => {
 
 describe("webhook-floor server reply", () => {
   it("allows and echoes the request's uid", () => {
-    const reply = JSON.parse(allowedReply(JSON.stringify({ request: { uid: "u-1", operation: "DELETE" } })));
+    const reply: unknown = JSON.parse(allowedReply(JSON.stringify({ request: { uid: "u-1", operation: "DELETE" } })));
     assert.deepEqual(reply, {
       apiVersion: "admission.k8s.io/v1",
       kind: "AdmissionReview",

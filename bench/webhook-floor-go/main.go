@@ -1,0 +1,63 @@
+// The Go floor of `node bench/webhook-floor.ts --conditions=...,floor-go`: the same bare webhook as
+// webhook-floor-server.ts (read the AdmissionReview, echo its uid, allow) in Go's net/http, the stack kcp's own
+// webhook client is written in. Beside the Node floor it tells kcp's share of a webhook call from the server's.
+// Standard library only. Usage: floor-go <dir with tls.crt and tls.key>; prints {"port":N} on stdout, then answers
+// each line on stdin with {"user":µs,"system":µs,"reviews":N,"connections":N}; exits when stdin closes.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+)
+
+type review struct {
+	Request struct {
+		UID string `json:"uid"`
+	} `json:"request"`
+}
+
+func main() {
+	dir := os.Args[1]
+	var reviews, connections atomic.Int64
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var in review
+		_ = json.Unmarshal(body, &in)
+		reviews.Add(1)
+		out, _ := json.Marshal(map[string]any{
+			"apiVersion": "admission.k8s.io/v1",
+			"kind":       "AdmissionReview",
+			"response":   map[string]any{"uid": in.Request.UID, "allowed": true},
+		})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	server := &http.Server{Handler: handler, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			connections.Add(1)
+		}
+	}}
+	go func() {
+		_ = server.ServeTLS(ln, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	}()
+	fmt.Printf("{\"port\":%d}\n", ln.Addr().(*net.TCPAddr).Port)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		fmt.Printf("{\"user\":%d,\"system\":%d,\"reviews\":%d,\"connections\":%d}\n",
+			ru.Utime.Sec*1e6+int64(ru.Utime.Usec), ru.Stime.Sec*1e6+int64(ru.Stime.Usec), reviews.Load(), connections.Load())
+	}
+}
