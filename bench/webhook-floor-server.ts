@@ -15,6 +15,8 @@ export interface FloorCpu {
   user: number;
   system: number;
   reviews: number;
+  /** Reviews that came over HTTP/2 (node:https serves HTTP/1.1 only: always 0 here). */
+  http2: number;
   /** TLS connections accepted: a new one per review would mean kcp does not keep its connection to a webhook. */
   connections: number;
 }
@@ -30,7 +32,7 @@ export function allowedReply(body: string): string {
 }
 
 async function serve(dir: string): Promise<void> {
-  const state = { reviews: 0, connections: 0 };
+  const state = { reviews: 0, http2: 0, connections: 0 };
   const server = https.createServer(
     { cert: readFileSync(join(dir, "tls.crt")), key: readFileSync(join(dir, "tls.key")) },
     (req, res) => {

@@ -37,13 +37,16 @@ export async function startFloorServer(dir: string): Promise<FloorServer> {
   };
 }
 
-/** Builds the Go floor server into `outDir` (`go` on the PATH; about a minute cold on 2 cores) and starts it. */
-export async function startGoFloorServer(dir: string, outDir: string): Promise<FloorServer> {
+/**
+ * Builds the Go floor server into `outDir` (`go` on the PATH; about a minute cold on 2 cores) and starts it, offering
+ * HTTP/2 or (`http1Only`) HTTP/1.1 only.
+ */
+export async function startGoFloorServer(dir: string, outDir: string, http1Only = false): Promise<FloorServer> {
   const bin = join(outDir, "floor-go");
   execFileSync("go", ["build", "-o", bin, join(REPO_ROOT, "bench/webhook-floor-go/main.go")], {
     stdio: ["ignore", "inherit", "inherit"],
   });
-  const proc = spawn(bin, [dir], { stdio: ["pipe", "pipe", "inherit"] });
+  const proc = spawn(bin, [dir, ...(http1Only ? ["h1"] : [])], { stdio: ["pipe", "pipe", "inherit"] });
   const lines = createInterface({ input: proc.stdout })[Symbol.asyncIterator]();
   const next = async <T>(): Promise<T> => {
     const line = await lines.next();

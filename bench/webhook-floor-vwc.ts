@@ -14,11 +14,11 @@ import { PATHS } from "../tools/kcp/topology.ts";
 import { PROBE_VPC, type BenchEnv } from "./env.ts";
 import type { FloorServer } from "./webhook-floor-start.ts";
 
-/** alone: no VWC; floor, floor-go: a bare webhook in Node or Go; webhook: the real one. */
-export const CONDITIONS = ["alone", "floor", "floor-go", "webhook"] as const;
+/** alone: no VWC; floor, floor-go, floor-go-h1: a bare webhook in Node or Go (HTTP/2, HTTP/1.1); webhook: ours. */
+export const CONDITIONS = ["alone", "floor", "floor-go", "floor-go-h1", "webhook"] as const;
 export type Condition = (typeof CONDITIONS)[number];
-export type FloorCondition = Extract<Condition, "floor" | "floor-go">;
-export const isFloor = (c: Condition): c is FloorCondition => c === "floor" || c === "floor-go";
+export type FloorCondition = Exclude<Condition, "alone" | "webhook">;
+export const isFloor = (c: Condition): c is FloorCondition => c !== "alone" && c !== "webhook";
 
 /** The floor servers running (those the conditions name). */
 export type Floors = Map<FloorCondition, FloorServer>;

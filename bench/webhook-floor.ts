@@ -15,8 +15,9 @@
 // process.cpuUsage(). A benchmark: prints figures, asserts nothing.
 //
 //   floor-go the same bare webhook in Go's net/http (webhook-floor-go/, built with `go`; only when named): kcp's
-//            share of the call with a server leaner than Node's
-//   --deletes=300 per condition   --block=50 DELETEs per block   --conditions=alone,floor,webhook (or floor-go too)
+//            share of the call with a server leaner than Node's; it offers HTTP/2, which kcp's client then uses
+//   floor-go-h1  the same offering HTTP/1.1 only, as node:https does: which of the two differences matters
+//   --deletes=300 per condition   --block=50 DELETEs per block   --conditions=alone,floor,webhook (floor-go, floor-go-h1 too)
 //   --settle-ms=150 pause after each DELETE (the latency bench's default)   --binaries=src|dist (dist: `npm run build`)
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -71,6 +72,7 @@ interface Tally {
   floorMicros: number;
   floorReviews: number;
   floorConnections: number;
+  floorHttp2: number;
   errors: string[];
 }
 
@@ -82,6 +84,7 @@ const tally = (): Tally => ({
   floorMicros: 0,
   floorReviews: 0,
   floorConnections: 0,
+  floorHttp2: 0,
   errors: [],
 });
 
@@ -100,7 +103,7 @@ function cpuNow(w: World, floor: FloorServer | undefined) {
   };
 }
 
-const NO_FLOOR = { user: 0, system: 0, reviews: 0, connections: 0 };
+const NO_FLOOR = { user: 0, system: 0, reviews: 0, http2: 0, connections: 0 };
 
 /** One block: fresh VPCs, the condition in force, one untimed dry run (warms kcp's connection), timed DELETEs. */
 async function runBlock(w: World, cond: Condition, tag: string, count: number, t: Tally): Promise<void> {
@@ -135,6 +138,7 @@ async function runBlock(w: World, cond: Condition, tag: string, count: number, t
   t.floorMicros += floorAfter.user + floorAfter.system - floorBefore.user - floorBefore.system;
   t.floorReviews += floorAfter.reviews - floorBefore.reviews;
   t.floorConnections += floorAfter.connections - floorBefore.connections;
+  t.floorHttp2 += floorAfter.http2 - floorBefore.http2;
 }
 
 function report(conds: Condition[], tallies: Map<Condition, Tally>): string {
@@ -156,10 +160,18 @@ function report(conds: Condition[], tallies: Map<Condition, Tally>): string {
       f(t.floorMs / n, 2),
       t.floorReviews ? f(t.floorMicros / t.floorReviews, 0) : "–",
       String(t.floorConnections),
+      t.floorReviews ? `${t.floorHttp2 ? 2 : 1}${t.floorHttp2 % t.floorReviews ? " (mixed)" : ""}` : "–",
     ];
   });
   const headers = ["condition", "DELETEs", "p50 ms", "p95 ms", "mean ms", "÷ alone p50/p95/mean", "p50 − alone"];
-  headers.push("kcp CPU ms/DEL", "webhook CPU ms/DEL", "floor CPU ms/DEL", "floor µs/review", "floor new TLS conns");
+  headers.push(
+    "kcp CPU ms/DEL",
+    "webhook CPU ms/DEL",
+    "floor CPU ms/DEL",
+    "floor µs/review",
+    "floor new TLS conns",
+    "HTTP/",
+  );
   return table(headers, rows, 1);
 }
 
@@ -178,6 +190,7 @@ async function startFloors(conds: Condition[], dir: string): Promise<Floors> {
   const floors: Floors = new Map();
   if (conds.includes("floor")) floors.set("floor", await startFloorServer(dir));
   if (conds.includes("floor-go")) floors.set("floor-go", await startGoFloorServer(dir, dir));
+  if (conds.includes("floor-go-h1")) floors.set("floor-go-h1", await startGoFloorServer(dir, dir, true));
   return floors;
 }
 

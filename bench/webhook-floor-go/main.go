@@ -1,12 +1,15 @@
 // The Go floor of `node bench/webhook-floor.ts --conditions=...,floor-go`: the same bare webhook as
 // webhook-floor-server.ts (read the AdmissionReview, echo its uid, allow) in Go's net/http, the stack kcp's own
 // webhook client is written in. Beside the Node floor it tells kcp's share of a webhook call from the server's.
-// Standard library only. Usage: floor-go <dir with tls.crt and tls.key>; prints {"port":N} on stdout, then answers
-// each line on stdin with {"user":µs,"system":µs,"reviews":N,"connections":N}; exits when stdin closes.
+// Go's server offers HTTP/2 (ALPN), which kcp's client then uses; with "h1" it offers HTTP/1.1 only, as node:https.
+// Standard library only. Usage: floor-go <dir with tls.crt and tls.key> [h1]; prints {"port":N} on stdout, then
+// answers each line on stdin with {"user":µs,"system":µs,"reviews":N,"http2":N,"connections":N}; exits when stdin
+// closes.
 package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,12 +29,15 @@ type review struct {
 
 func main() {
 	dir := os.Args[1]
-	var reviews, connections atomic.Int64
+	var reviews, http2, connections atomic.Int64
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var in review
 		_ = json.Unmarshal(body, &in)
 		reviews.Add(1)
+		if r.ProtoMajor == 2 {
+			http2.Add(1)
+		}
 		out, _ := json.Marshal(map[string]any{
 			"apiVersion": "admission.k8s.io/v1",
 			"kind":       "AdmissionReview",
@@ -49,6 +55,10 @@ func main() {
 			connections.Add(1)
 		}
 	}}
+	if len(os.Args) > 2 && os.Args[2] == "h1" {
+		// A non-nil empty map turns HTTP/2 off (net/http's documented switch).
+		server.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
 	go func() {
 		_ = server.ServeTLS(ln, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
 	}()
@@ -57,7 +67,8 @@ func main() {
 	for in.Scan() {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		fmt.Printf("{\"user\":%d,\"system\":%d,\"reviews\":%d,\"connections\":%d}\n",
-			ru.Utime.Sec*1e6+int64(ru.Utime.Usec), ru.Stime.Sec*1e6+int64(ru.Stime.Usec), reviews.Load(), connections.Load())
+		fmt.Printf("{\"user\":%d,\"system\":%d,\"reviews\":%d,\"http2\":%d,\"connections\":%d}\n",
+			ru.Utime.Sec*1e6+int64(ru.Utime.Usec), ru.Stime.Sec*1e6+int64(ru.Stime.Usec), reviews.Load(), http2.Load(),
+			connections.Load())
 	}
 }
