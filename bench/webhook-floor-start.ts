@@ -16,12 +16,16 @@ export interface FloorServer {
   exit(): Promise<void>;
 }
 
-/** Forks the Node floor server. */
-export async function startFloorServer(dir: string): Promise<FloorServer> {
-  const proc = fork(fileURLToPath(new URL("./webhook-floor-server.ts", import.meta.url)), [dir], {
-    execArgv: [...process.execArgv, ...NODE_FLAGS],
-    stdio: ["ignore", "ignore", "inherit", "ipc"],
-  });
+/** Forks the Node floor server: node:https, or (`h2`) node:http2 offering HTTP/2 and HTTP/1.1. */
+export async function startFloorServer(dir: string, h2 = false): Promise<FloorServer> {
+  const proc = fork(
+    fileURLToPath(new URL("./webhook-floor-server.ts", import.meta.url)),
+    [dir, ...(h2 ? ["h2"] : [])],
+    {
+      execArgv: [...process.execArgv, ...NODE_FLAGS],
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    },
+  );
   const next = <T>() => new Promise<T>((done) => proc.once("message", (m) => done(m as T)));
   const { port } = await next<{ port: number }>();
   return {

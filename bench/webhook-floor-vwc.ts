@@ -14,8 +14,11 @@ import { PATHS } from "../tools/kcp/topology.ts";
 import { PROBE_VPC, type BenchEnv } from "./env.ts";
 import type { FloorServer } from "./webhook-floor-start.ts";
 
-/** alone: no VWC; floor, floor-go, floor-go-h1: a bare webhook in Node or Go (HTTP/2, HTTP/1.1); webhook: ours. */
-export const CONDITIONS = ["alone", "floor", "floor-go", "floor-go-h1", "webhook"] as const;
+/**
+ * alone: no VWC; floor (node:https), floor-h2 (node:http2), floor-go (Go, HTTP/2), floor-go-h1 (Go, HTTP/1.1): a bare
+ * webhook; webhook: ours.
+ */
+export const CONDITIONS = ["alone", "floor", "floor-h2", "floor-go", "floor-go-h1", "webhook"] as const;
 export type Condition = (typeof CONDITIONS)[number];
 export type FloorCondition = Exclude<Condition, "alone" | "webhook">;
 export const isFloor = (c: Condition): c is FloorCondition => c !== "alone" && c !== "webhook";

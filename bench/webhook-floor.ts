@@ -17,7 +17,8 @@
 //   floor-go the same bare webhook in Go's net/http (webhook-floor-go/, built with `go`; only when named): kcp's
 //            share of the call with a server leaner than Node's; it offers HTTP/2, which kcp's client then uses
 //   floor-go-h1  the same offering HTTP/1.1 only, as node:https does: which of the two differences matters
-//   --deletes=300 per condition   --block=50 DELETEs per block   --conditions=alone,floor,webhook (floor-go, floor-go-h1 too)
+//   floor-h2 the Node floor on node:http2 (HTTP/2 offered, HTTP/1.1 beside it): whether a Node webhook gains it too
+//   --deletes=300 per condition   --block=50 DELETEs per block   --conditions=alone,floor,webhook (floor-h2, floor-go, floor-go-h1 too)
 //   --settle-ms=150 pause after each DELETE (the latency bench's default)   --binaries=src|dist (dist: `npm run build`)
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -189,6 +190,7 @@ async function measure(w: World, conds: Condition[]): Promise<Map<Condition, Tal
 async function startFloors(conds: Condition[], dir: string): Promise<Floors> {
   const floors: Floors = new Map();
   if (conds.includes("floor")) floors.set("floor", await startFloorServer(dir));
+  if (conds.includes("floor-h2")) floors.set("floor-h2", await startFloorServer(dir, true));
   if (conds.includes("floor-go")) floors.set("floor-go", await startGoFloorServer(dir, dir));
   if (conds.includes("floor-go-h1")) floors.set("floor-go-h1", await startGoFloorServer(dir, dir, true));
   return floors;
