@@ -2,23 +2,23 @@
 // webhook on a DELETE. One real kcp with the product's topology (bench/env.ts: the webhook and the controller as
 // processes, the VM rule applied, so the controller writes its VWC in the network provider's workspace). The
 // controller is then stopped, so that the bench alone decides which VWC exists, and sequential DELETEs of fresh VPCs
-// in root:consumer1 (kcp-admin, as the latency bench) are timed in interleaved blocks under three conditions:
-//   alone    no ValidatingWebhookConfiguration: kcp's own DELETE
-//   floor    the VWC as the controller writes it (src/controller/desired.ts buildConfiguration: same rules,
-//            failurePolicy, matchPolicy, timeout; the URL with the logical cluster), pointed at a bare node:https
-//            server in a child process (webhook-floor-server.ts) with its own CA: kcp's cost of calling a webhook
-//   webhook  the controller's own VWC, pointed at the real webhook (--lookup=index), as the bench runs it
+// in root:consumer1 (kcp-admin, as the latency bench) are timed in interleaved blocks under these conditions:
+//   alone        no ValidatingWebhookConfiguration: kcp's own DELETE
+//   floor        the VWC as the controller writes it (src/controller/desired.ts buildConfiguration: same rules,
+//                failurePolicy, matchPolicy, timeout; the URL with the logical cluster), pointed at a bare node:https
+//                server in a child process (webhook-floor-server.ts) with its own CA: kcp's cost of calling a webhook
+//   webhook      the controller's own VWC, pointed at the real webhook (--lookup=index), as the bench runs it
+//   floor-go     (only when named) the bare webhook in Go's net/http (webhook-floor-go/, built with `go`): kcp's share
+//                with a leaner server. It offers HTTP/2, which kcp takes only for a loopback URL, as here
+//   floor-go-h1  the same offering HTTP/1.1 only: the protocol kcp speaks to any other webhook URL
+//   floor-h2     the Node floor on node:http2 (HTTP/2 offered, HTTP/1.1 beside it)
 // The VWCs are written by kcp-admin: a platform measurement, not a tenant's. Blocks alternate alone, floor, webhook,
 // webhook, floor, alone, ... so drift falls on all alike; each switch waits until a dry-run DELETE of the probe VPC
 // (referenced by a VM) shows the new condition three times running. CPU per DELETE of kcp, the webhook and the floor
 // server from /proc (10 ms ticks, summed over the DELETEs); the floor server's CPU per review from its own
 // process.cpuUsage(). A benchmark: prints figures, asserts nothing.
 //
-//   floor-go the same bare webhook in Go's net/http (webhook-floor-go/, built with `go`; only when named): kcp's
-//            share of the call with a server leaner than Node's; it offers HTTP/2, which kcp's client then uses
-//   floor-go-h1  the same offering HTTP/1.1 only, as node:https does: which of the two differences matters
-//   floor-h2 the Node floor on node:http2 (HTTP/2 offered, HTTP/1.1 beside it): whether a Node webhook gains it too
-//   --deletes=300 per condition   --block=50 DELETEs per block   --conditions=alone,floor,webhook (floor-h2, floor-go, floor-go-h1 too)
+//   --deletes=300 per condition   --block=50 DELETEs per block   --conditions=alone,floor,webhook (default)
 //   --settle-ms=150 pause after each DELETE (the latency bench's default)   --binaries=src|dist (dist: `npm run build`)
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -1,7 +1,8 @@
 // The Go floor of `node bench/webhook-floor.ts --conditions=...,floor-go`: the same bare webhook as
 // webhook-floor-server.ts (read the AdmissionReview, echo its uid, allow) in Go's net/http, the stack kcp's own
 // webhook client is written in. Beside the Node floor it tells kcp's share of a webhook call from the server's.
-// Go's server offers HTTP/2 (ALPN), which kcp's client then uses; with "h1" it offers HTTP/1.1 only, as node:https.
+// Go's server offers HTTP/2 (ALPN), which kcp's client takes for a loopback URL only (k8s.io/apiserver's webhook client
+// forces HTTP/1.1 for any other host); with "h1" it offers HTTP/1.1 only, as node:https, and as a deployed webhook sees.
 // Standard library only. Usage: floor-go <dir with tls.crt and tls.key> [h1]; prints {"port":N} on stdout, then
 // answers each line on stdin with {"user":µs,"system":µs,"reviews":N,"http2":N,"connections":N}; exits when stdin
 // closes.
