@@ -5,10 +5,13 @@
 // TCP proxy (the one URL the controller writes into every VWC), and the controller, each a process the soak may kill.
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import type { RestClient } from "../../src/kcp/rest.ts";
 import { apply, createWorkspace, waitForBinding } from "../kcp/api.ts";
 import { REPO_ROOT } from "../kcp/harness.ts";
 import { startShardedKcp, type ShardedKcp } from "../kcp/sharded.ts";
+import { tenant } from "../kcp/tenant.ts";
 import {
+  OWNER,
   PATHS,
   TOKENS,
   applyDepCtrlApi,
@@ -99,8 +102,9 @@ export class SoakEnv {
       const topo = await setupTopology(kcp, { placement: PLACEMENT, log, lookup });
       const workspaces: Record<string, string> = { root: "root" };
       for (const [k, p] of Object.entries(PATHS)) workspaces[topo.clusters[k as keyof typeof PATHS]] = p;
-      log(`${SOAK_PROVIDER}: zones (cluster-scoped) and servers, bound to the dep-ctrl export`);
-      workspaces[await setupSoakProvider(kcp, lookup)] = SOAK_PROVIDER;
+      log(`${SOAK_PROVIDER}: zones (cluster-scoped) and servers, open to all, bound to dep-ctrl, with its own token`);
+      const soak = await setupSoakProvider(kcp, lookup);
+      workspaces[soak.cluster] = SOAK_PROVIDER;
       const consumers = await setupConsumers(kcp, topo, workspaces, log);
       log(`${HOSTILE_CONSUMER_LOG}; ${CARELESS_PROVIDER}: widgets, bound to dep-ctrl, no index consent`);
       const hostile = await setupHostileConsumer(kcp, topo);
@@ -113,9 +117,11 @@ export class SoakEnv {
       const vault = await setupVault(kcp, consumers, hostile, lookup);
       workspaces[vault.cluster] = VAULT_PROVIDER;
       processes = await startProcesses(kcp, lookup, log);
-      log("rules: the fixtures' VM rule (compute provider), the soak's server rule (churned), the vault's Secret rule");
-      await apply(kcp.ws(PATHS.compute), vmRule(topo.vars));
-      await apply(kcp.ws(SOAK_PROVIDER), [serverRule(topo.vars, "full")]);
+      log(
+        "rules, each by its provider's own token: the fixtures' VM rule, the soak's server rule, the vault's Secret rule",
+      );
+      await apply(tenantOf(topo, PATHS.compute), vmRule(topo.vars));
+      await apply(soak.provider.client, [serverRule(topo.vars, "full")]);
       await protectLocalTargets(vault, consumers);
       const localTargets = [vault.consent];
       return new SoakEnv({ kcp, topo, consumers, hostile, provider, workspaces, localTargets, ...processes });
@@ -186,7 +192,10 @@ export class SoakEnv {
   }
 }
 
-/** The topology's two consumers and two more over both shards, each bound to the three provider APIs. */
+/**
+ * The topology's two consumers and two more over both shards, each bound to the three provider APIs. The platform
+ * (kcp-admin) creates the extra workspaces; each consumer binds with its own token (the topology's for its two).
+ */
 async function setupConsumers(
   kcp: ShardedKcp,
   topo: Topology,
@@ -197,20 +206,27 @@ async function setupConsumers(
     { path: PATHS.consumer1, cluster: topo.clusters.consumer1, shard: "root" },
     { path: PATHS.consumer2, cluster: topo.clusters.consumer2, shard: "shard-1" },
   ];
+  const clients = new Map<string, RestClient>(consumers.map((c) => [c.path, tenantOf(topo, c.path)]));
   for (const extra of EXTRA_CONSUMERS) {
     const cluster = await createWorkspace(kcp.admin, extra.path, { shard: extra.shard });
     workspaces[cluster] = extra.path;
     consumers.push({ path: extra.path, cluster, shard: extra.shard });
-    await apply(
-      kcp.ws(extra.path),
-      readFileSync(path.join(REPO_ROOT, "test/fixtures/consumer-bindings.yaml"), "utf8"),
-      topo.vars,
-    );
+    const client = (await tenant(kcp, extra.path, { name: OWNER })).client;
+    clients.set(extra.path, client);
+    await apply(client, readFileSync(path.join(REPO_ROOT, "test/fixtures/consumer-bindings.yaml"), "utf8"), topo.vars);
   }
   log("consumers: bind soak.test.io too");
   for (const c of consumers) {
-    await apply(kcp.ws(c.path), [soakBinding()]);
-    for (const b of ["network.test.io", "compute.test.io", "soak.test.io"]) await waitForBinding(kcp.ws(c.path), b);
+    const client = clients.get(c.path) as RestClient;
+    await apply(client, [soakBinding()]);
+    for (const b of ["network.test.io", "compute.test.io", "soak.test.io"]) await waitForBinding(client, b);
   }
   return consumers;
+}
+
+/** The topology's tenant of `workspacePath` (its owner's token): the one that acts there, never kcp-admin. */
+function tenantOf(topo: Topology, workspacePath: string): RestClient {
+  const t = topo.tenants[workspacePath];
+  if (!t) throw new Error(`the topology made no tenant for ${workspacePath}`);
+  return t.client;
 }

@@ -25,7 +25,7 @@ import { REPO_ROOT } from "../kcp/harness.ts";
 import { waitFor } from "../kcp/process.ts";
 import { dependencyRule } from "../kcp/rules.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
-import { bindGrant, consentToIndex, tenant } from "../kcp/tenant.ts";
+import { consentToIndex, tenant } from "../kcp/tenant.ts";
 import { EXPORT_NAME, PATHS, depCtrlBinding } from "../kcp/topology.ts";
 import type { History, HostileEpisode } from "./history.ts";
 import type { ShardConn } from "./kube.ts";
@@ -51,12 +51,11 @@ export interface HostileProvider {
 export type SliceAttack = "another host" | "kcp with a query" | "another cluster's path" | "http";
 
 /**
- * The operator creates the workspace, hands its owner a token, and lets every tenant bind the dep-ctrl export (as one
- * offering it to all providers would); every other step runs with the tenant's token.
+ * The operator creates the workspace and hands its owner a token (the topology's platform install already lets every
+ * tenant bind the dep-ctrl export: deploy/rbac/dep-ctrl-bind.yaml); every other step runs with the tenant's token.
  */
 export async function setupHostileProvider(kcp: ShardedKcp): Promise<HostileProvider> {
   const cluster = await createWorkspace(kcp.admin, HOSTILE_PROVIDER, { shard: "root" });
-  await apply(kcp.ws(PATHS.depCtrl), bindGrant(EXPORT_NAME));
   const owner = await tenant(kcp, HOSTILE_PROVIDER, { name: "owner" });
   const ws = owner.client;
   await apply(ws, readFileSync(path.join(REPO_ROOT, "tools/soak/fixtures/hostile-provider.yaml"), "utf8"));

@@ -22,7 +22,7 @@ import { REPO_ROOT } from "../kcp/harness.ts";
 import { tryDelete } from "../kcp/objects.ts";
 import { waitFor } from "../kcp/process.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
-import { bindGrant, consentToIndex, tenant } from "../kcp/tenant.ts";
+import { consentToIndex, tenant } from "../kcp/tenant.ts";
 import { EXPORT_NAME, PATHS, depCtrlBinding, type LookupMode } from "../kcp/topology.ts";
 import type { LocalTargetConsent } from "./history.ts";
 import type { Consumer } from "./tenants.ts";
@@ -59,7 +59,6 @@ export async function setupVault(
   lookup: LookupMode,
 ): Promise<Vault> {
   const cluster = await createWorkspace(kcp.admin, VAULT_PROVIDER, { shard: VAULT_SHARD });
-  await apply(kcp.ws(PATHS.depCtrl), bindGrant(EXPORT_NAME));
   const provider = (await tenant(kcp, VAULT_PROVIDER, { name: "owner" })).client;
   await apply(provider, vaultApi());
   await apply(provider, depCtrlBinding(PATHS.depCtrl));

@@ -3,23 +3,31 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { LogicalClusterName } from "../../src/api/types.ts";
-import { apiBinding, apply, createWorkspace, waitForBinding, type KObject } from "../kcp/api.ts";
+import { apiBinding, apply, createWorkspace, parseYaml, waitForBinding, type KObject } from "../kcp/api.ts";
 import { REPO_ROOT } from "../kcp/harness.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
-import { EXPORT_NAME, PATHS, depCtrlBinding, grantIndex, type LookupMode } from "../kcp/topology.ts";
+import { bindGrant, consentToIndex, tenant, type Tenant } from "../kcp/tenant.ts";
+import { EXPORT_NAME, OWNER, PATHS, depCtrlBinding, type LookupMode } from "../kcp/topology.ts";
 
 export const SOAK_PROVIDER = "root:soak-provider";
 export const SOAK_RULE = "server-dependencies";
 
-/** Creates the provider's workspace on the root shard with its APIs, bound to dep-ctrl; returns its cluster. */
-export async function setupSoakProvider(kcp: ShardedKcp, lookup: LookupMode): Promise<LogicalClusterName> {
+/**
+ * The platform (kcp-admin) creates the provider's workspace on the root shard; the provider, with its own token, exports
+ * its APIs open to every consumer (bindGrant), binds dep-ctrl and, in index mode, consents to the index.
+ */
+export async function setupSoakProvider(
+  kcp: ShardedKcp,
+  lookup: LookupMode,
+): Promise<{ cluster: LogicalClusterName; provider: Tenant }> {
   const cluster = await createWorkspace(kcp.admin, SOAK_PROVIDER, { shard: "root" });
-  const soak = kcp.ws(SOAK_PROVIDER);
-  await apply(soak, readFileSync(path.join(REPO_ROOT, "tools/soak/fixtures/soak-provider.yaml"), "utf8"));
-  await apply(soak, depCtrlBinding(PATHS.depCtrl));
-  await waitForBinding(soak, EXPORT_NAME);
-  if (lookup === "index") await grantIndex(kcp, SOAK_PROVIDER, "soak.test.io");
-  return cluster;
+  const provider = await tenant(kcp, SOAK_PROVIDER, { name: OWNER });
+  const api = parseYaml(readFileSync(path.join(REPO_ROOT, "tools/soak/fixtures/soak-provider.yaml"), "utf8"));
+  await apply(provider.client, [...api, ...bindGrant("soak.test.io")]);
+  await apply(provider.client, depCtrlBinding(PATHS.depCtrl));
+  await waitForBinding(provider.client, EXPORT_NAME);
+  if (lookup === "index") await consentToIndex(provider.client, "soak.test.io");
+  return { cluster, provider };
 }
 
 export function soakBinding(): KObject {

@@ -7,7 +7,8 @@ import type { LogicalClusterName } from "../../src/api/types.ts";
 import { apply, createWorkspace, waitForBinding } from "../kcp/api.ts";
 import { REPO_ROOT } from "../kcp/harness.ts";
 import type { ShardedKcp } from "../kcp/sharded.ts";
-import { EXPORT_NAME, PATHS, depCtrlBinding, type Topology } from "../kcp/topology.ts";
+import { tenant } from "../kcp/tenant.ts";
+import { EXPORT_NAME, OWNER, PATHS, depCtrlBinding, type Topology } from "../kcp/topology.ts";
 import { soakBinding } from "./provider.ts";
 
 /** A consumer workspace of the soak: its path, logical cluster and shard. */
@@ -30,19 +31,23 @@ export const CARELESS_EXPORT = "careless.test.io";
  */
 export const SOAK_INDEX_BUDGET = { maxObjectsPerWorkspace: 100 };
 
+/** The platform (kcp-admin) creates the hostile consumer's workspace; the consumer binds with its own token. */
 export async function setupHostileConsumer(kcp: ShardedKcp, topo: Topology): Promise<Consumer> {
   const cluster = await createWorkspace(kcp.admin, HOSTILE_CONSUMER.path, { shard: HOSTILE_CONSUMER.shard });
-  const ws = kcp.ws(HOSTILE_CONSUMER.path);
+  const ws = (await tenant(kcp, HOSTILE_CONSUMER.path, { name: OWNER })).client;
   await apply(ws, readFileSync(path.join(REPO_ROOT, "test/fixtures/consumer-bindings.yaml"), "utf8"), topo.vars);
   await apply(ws, [soakBinding()]);
   for (const b of ["network.test.io", "compute.test.io", "soak.test.io"]) await waitForBinding(ws, b);
   return { path: HOSTILE_CONSUMER.path, cluster, shard: HOSTILE_CONSUMER.shard };
 }
 
-/** The consent-less provider: its export and the dep-ctrl binding (claims accepted), and no grantIndex ever. */
+/**
+ * The consent-less provider: the platform (kcp-admin) creates its workspace; with its own token it exports widgets and
+ * binds dep-ctrl (claims accepted), and never consents to the index. Nobody binds its export, so it grants no `bind`.
+ */
 export async function setupCarelessProvider(kcp: ShardedKcp): Promise<LogicalClusterName> {
   const cluster = await createWorkspace(kcp.admin, CARELESS_PROVIDER, { shard: "root" });
-  const ws = kcp.ws(CARELESS_PROVIDER);
+  const ws = (await tenant(kcp, CARELESS_PROVIDER, { name: OWNER })).client;
   await apply(ws, readFileSync(path.join(REPO_ROOT, "tools/soak/fixtures/careless-provider.yaml"), "utf8"));
   await apply(ws, depCtrlBinding(PATHS.depCtrl));
   await waitForBinding(ws, EXPORT_NAME);
